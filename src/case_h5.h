@@ -1,0 +1,44 @@
+// Case files: reader, writer and header for the HDF5 schema of shared/spec/case-format.md (v1).
+// HDF5 library errors never abort or print their own stack: they become InputError (reading)
+// or std::runtime_error (writing) naming the file, the case and the field.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "case.h"
+
+namespace vattn {
+
+constexpr const char* kCaseFormatName = "vattn-cases";
+constexpr int kCaseFormatVersion = 1;
+
+struct CaseFileHeader {
+  std::string source;     // "capture:<server>", "synthetic:<profile>", "fuzz:<revision>", "fixture"
+  std::string created;    // ISO-8601; filled with the current UTC time when empty on write
+  std::string generator;  // tool name and version; "vattn <version>" when empty on write
+  std::map<std::string, std::string> optional;  // model, gpu, notes
+  int format_version = kCaseFormatVersion;
+};
+
+struct CaseFile {
+  std::string path;
+  CaseFileHeader header;
+  std::vector<Case> cases;  // in group-name order (capture order)
+};
+
+// Lists the case group names under /cases/, sorted. Throws InputError.
+std::vector<std::string> list_cases(const std::string& path);
+
+// Reads the file; with only_case non-empty, that case alone (InputError if absent).
+// Every case read is validate()d unless validate_cases is false (used by tests of the validator).
+CaseFile read_case_file(const std::string& path, const std::string& only_case = "", bool validate_cases = true);
+
+// Writes a complete file (replacing it). Large datasets are chunked, shuffled and deflated.
+void write_case_file(const std::string& path, const CaseFileHeader& header, const std::vector<Case>& cases);
+
+// Adds or replaces outputs/<producer> of one case in an existing file.
+void write_case_output(const std::string& path, const std::string& case_name, const StoredOutput& output);
+
+}  // namespace vattn

@@ -1,0 +1,56 @@
+// vattn: verify-attention correctness suite. Dispatches to one subcommand per file.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "commands.h"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+const Subcommand kSubcommands[] = {
+    {"gen", vattn::cli::cmd_gen, "write a generated, valid case file (with the float64 oracle's outputs)"},
+    {"info", vattn::cli::cmd_info, "one line per case: shapes, lengths, stored producers"},
+    {"replay", vattn::cli::cmd_replay, "validate a case file, recompute, compare every stored output"},
+};
+
+void usage(FILE* f) {
+  std::fprintf(f,
+               "vattn %s: correctness suite for the MLA verify-attention kernel\n\n"
+               "usage: vattn <command> [options]   (vattn <command> --help for its options)\n\ncommands:\n",
+               VATTN_VERSION);
+  for (const auto& s : kSubcommands) std::fprintf(f, "  %-12s %s\n", s.name, s.summary);
+  std::fprintf(f, "\nexit codes: 0 ok, 1 a check failed, 2 unusable input or usage\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? vattn::cli::kExitBadInput : vattn::cli::kExitOk;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("vattn %s\n", VATTN_VERSION);
+    return 0;
+  }
+  for (const auto& s : kSubcommands) {
+    if (std::strcmp(argv[1], s.name) == 0) {
+      try {
+        return s.run(argc - 1, argv + 1);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "vattn %s: error: %s\n", s.name, e.what());
+        return vattn::cli::kExitBadInput;
+      }
+    }
+  }
+  std::fprintf(stderr, "vattn: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return vattn::cli::kExitBadInput;
+}

@@ -1,0 +1,36 @@
+// Case generators. A Recipe is the whole description of a generated case: printed as one
+// line, parsed back from that line, and the tensors follow from it deterministically, so
+// the line re-creates the case (`vattn replay --recipe "LINE"`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "case.h"
+
+namespace vattn {
+
+struct Recipe {
+  int heads = 8;
+  std::vector<int> prefix;  // P_b per request (B = size)
+  std::vector<int> drafts;  // T_b per request
+  std::string tree = "chain";      // chain | random | star | ddtree | deep | wide | padded
+  std::string profile = "uniform"; // uniform | k26 | adversarial | huge | ties | tiny
+  std::string layout = "scattered";// contiguous | scattered | reversed | sparse
+  bool poison = false;             // NaN/Inf in every pool row, padded draft and padded q outside K
+  uint64_t seed = 1;
+  double sm_scale = 0.1446796;     // K2.6 (yarn factor 64); always stored in the case
+  int splits = 0;                  // run parameter for kernels (0 = kernel chooses); not part of the tensors
+
+  std::string to_line() const;  // "B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered poison=0 seed=7 scale=0.1446796 splits=3"
+  static Recipe parse(const std::string& line);  // throws InputError(field = the key) on bad input
+};
+
+// Builds a valid case (validate() passes) with the given name; recipe line stored in Case::recipe.
+Case generate_case(const Recipe& r, const std::string& name = "case");
+
+// Parent links of one request's draft tree of t nodes for a tree kind (parents precede children).
+std::vector<int32_t> make_tree(const std::string& kind, int t, uint64_t seed);
+
+}  // namespace vattn

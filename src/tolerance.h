@@ -1,0 +1,61 @@
+// The tolerance model of shared/spec/correctness.md: a correct bf16 kernel's output differs
+// from the float64 oracle by P-rounding (~u * sum_k p_k |v_k|) and output rounding (~u * |o|).
+// A comparison names its worst element and prints every figure; a check must be able to fail.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "case.h"
+#include "cpu_oracle.h"
+
+namespace vattn {
+
+struct Tolerance {
+  double unit = 1.0 / 256.0;  // bf16 unit roundoff u = 2^-8
+  double c_pv = 3.0;          // multiplier of u * sum_k p_k |v_k|
+  double c_out = 1.0;         // multiplier of u * |o64|
+  double tiny = 1e-6;         // absolute floor
+  double lse_c = 8.0;         // multiplier in the LSE bound (see tolerance.cpp for the derivation)
+  double max_score = 2e-5;    // global agreement score limit: 1 - 2 sum(xy) / sum(x^2 + y^2)
+  double max_ratio = 2.0;     // kernel error / bf16-emulating reference error (RMS), when that error > 0
+};
+
+// Where an element lives, for messages: case, request, draft, head, column.
+struct ElementPos {
+  int64_t index = -1;  // flat index into out (or lse when column == -1)
+  int request = -1, draft = -1, head = -1, column = -1;
+};
+
+struct CompareReport {
+  std::string case_name, label;  // label: what was compared, e.g. "kernel:split-v1 vs oracle_fp64"
+  bool pass = false;
+  std::vector<std::string> failures;  // one short reason per failed check
+
+  double ref_norm = 0;          // ||o64||_2 (must be > 0 unless every row is empty)
+  double max_abs_err = 0;       // max |o - o64| over finite elements
+  double worst_err_over_bound = 0;  // max |o - o64| / bound
+  ElementPos worst;             // where worst_err_over_bound happens
+  double worst_value = 0, worst_ref = 0, worst_bound = 0;
+  int64_t elements_over_bound = 0;
+  int64_t nonfinite_mismatch = 0;  // NaN/Inf positions (out and lse) differing from the oracle's
+  ElementPos first_nonfinite_mismatch;
+  double lse_max_err = 0, lse_worst_err_over_bound = 0;
+  ElementPos lse_worst;
+  double score = 0;             // 1 - 2 sum(xy) / sum(x^2 + y^2)
+  double rms_err = 0, rms_err_bf16_ref = 0, ratio_vs_bf16_ref = 0;
+
+  std::string summary_line() const;  // one line: PASS/FAIL and the key figures
+  std::string detail() const;        // every figure, the worst element named in full
+};
+
+// out/lse: the result under test, [n_q*H*d_v] and [n_q*H], widened to float.
+// bf16ref: reference_bf16_emulated(c), whose error against ref64 is the yardstick.
+CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf16ref, const std::vector<float>& out,
+                      const std::vector<float>& lse, const std::string& label, const Tolerance& tol = Tolerance());
+
+// Maps a flat out index (or lse index with column -1) to request/draft/head/column.
+ElementPos locate(const Case& c, int64_t flat_index, bool is_lse);
+
+}  // namespace vattn
