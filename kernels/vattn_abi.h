@@ -60,6 +60,7 @@ typedef struct vattn_caps {
   int max_requests;
   int max_splits;
   int declared_memset_nodes; /* memset nodes run() may enqueue (graph audit allows this many) */
+  size_t dynamic_smem_bytes; /* largest dynamic shared memory per block it launches with (static comes from ptxas) */
 } vattn_caps;
 
 /* Plan-time limits: the grid and the workspace are sized from these, once. */

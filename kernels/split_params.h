@@ -1,0 +1,89 @@
+// One params struct for every kernel of the split revision, passed by value
+// (__grid_constant__), plus the workspace layout all three kernels agree on.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "vattn_abi.h"
+
+namespace vattn::kern {
+
+constexpr int kDqk = 576;           // kv_lora_rank 512 + rope 64
+constexpr int kDv = 512;            // V = first 512 columns of the same KV row
+constexpr int kRowsPerTile = 32;    // query rows (draft x head) per work item
+constexpr int kKeysPerTile = 32;    // keys per pipeline stage
+constexpr int kStages = 2;
+constexpr int kThreads = 256;       // 8 warps: 2 row groups x 4 column quarters
+constexpr int kSmemStride = kDqk + 8;  // +16 B per row: ldmatrix rows land on distinct banks
+constexpr int kMaxHeads = 128;
+constexpr int kMaxDraftsPerRequest = 1025;
+constexpr int64_t kMaxPrefix = 262144;
+constexpr int kMaxRequests = 1024;  // the plan kernel scans requests in one block
+constexpr int kMaxSplits = 256;
+constexpr int kMinKeysPerSplit = 128;
+
+constexpr size_t kSmemKv = sizeof(uint16_t) * kStages * kKeysPerTile * kSmemStride;
+constexpr size_t kSmemExchange = sizeof(float) * (kThreads / 32) * 16 * kKeysPerTile;
+constexpr size_t kSmemBytes = kSmemKv + kSmemExchange;
+static_assert(kSmemBytes <= 101376, "sm_120 allows 101376 B of shared memory per block");
+
+// Per-request schedule, written by the plan kernel, read by the others.
+struct RequestPlan {
+  int32_t prefix;        // P_b
+  int32_t drafts;        // T_b
+  int32_t row_tiles;     // ceil(T_b * H / kRowsPerTile)
+  int32_t splits;        // KV splits of this request
+  int32_t chunk;         // keys per split, a multiple of kKeysPerTile
+  int32_t work_begin;    // first work item (row tile x split)
+  int32_t partial_begin; // first partial slot (row tile x split); unused when splits == 1
+  int32_t reduce_begin;  // first reduce item (row tile); none when splits == 1
+};
+
+struct WorkspaceHeader {
+  uint32_t error;        // VATTN_DEVERR_* bits
+  int32_t total_work;
+  int32_t total_reduce;
+  int32_t num_requests;
+};
+
+// Byte offsets inside the caller-owned workspace, a pure function of the limits.
+struct WorkspaceLayout {
+  size_t header = 0;
+  size_t requests = 0;
+  size_t partial_lse = 0;
+  size_t partial_out = 0;
+  size_t total = 0;
+  int64_t partial_tiles = 0;  // capacity in row-tile x split slots
+};
+
+inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+inline WorkspaceLayout workspace_layout(const vattn_limits& lim) {
+  WorkspaceLayout w;
+  const int64_t max_rows = lim.max_total_drafts * lim.num_heads;
+  // Each request's last row tile may be partial, hence + max_requests.
+  const int64_t max_row_tiles = (max_rows + kRowsPerTile - 1) / kRowsPerTile + lim.max_requests;
+  w.partial_tiles = lim.max_splits > 1 ? max_row_tiles * lim.max_splits : 0;
+  w.header = 0;
+  w.requests = 256;
+  w.partial_lse = align_up(w.requests + sizeof(RequestPlan) * static_cast<size_t>(lim.max_requests), 256);
+  w.partial_out = align_up(w.partial_lse + sizeof(float) * kRowsPerTile * static_cast<size_t>(w.partial_tiles), 256);
+  w.total = align_up(w.partial_out + sizeof(float) * kRowsPerTile * kDv * static_cast<size_t>(w.partial_tiles), 256);
+  return w;
+}
+
+struct SplitParams {
+  vattn_args a;
+  int max_drafts_per_request;
+  int64_t max_total_drafts;
+  int max_splits;
+  int target_items;  // work items that fill the GPU once (SMs x resident blocks)
+  int grid_partial;
+  WorkspaceHeader* header;
+  RequestPlan* requests;
+  float* partial_lse;  // [slot][kRowsPerTile]
+  float* partial_out;  // [slot][kRowsPerTile][kDv]
+};
+
+}  // namespace vattn::kern

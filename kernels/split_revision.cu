@@ -1,0 +1,137 @@
+// The in-tree revision "split-v1" behind the ABI of vattn_abi.h: host-side checks, then
+// three launches (plan, partial, reduce) whose shapes depend only on the plan limits.
+#include <cmath>
+#include <mutex>
+
+#include "split_partial.cuh"
+#include "split_reduce.cuh"
+#include "vattn_abi.h"
+
+#ifndef VATTN_REVISION_NAME
+#define VATTN_REVISION_NAME "split-v1"
+#endif
+#ifndef VATTN_REVISION_SYMBOL
+#define VATTN_REVISION_SYMBOL vattn_revision_split_v1
+#endif
+
+namespace vattn::kern {
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+struct DeviceFacts {
+  int sms = 0;
+  int partial_blocks_per_sm = 0;
+  cudaError_t error = cudaSuccess;
+};
+
+// Per device, once: SM count, opt-in shared memory, occupancy. None of these enqueue work,
+// so the first call may happen inside a stream capture.
+const DeviceFacts& device_facts(int dev) {
+  static DeviceFacts facts[kMaxDevices];
+  static std::once_flag once[kMaxDevices];
+  std::call_once(once[dev], [dev] {
+    DeviceFacts& f = facts[dev];
+    f.error = cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, dev);
+    if (f.error == cudaSuccess)
+      f.error = cudaFuncSetAttribute(split_partial_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kSmemKv + kSmemExchange));
+    if (f.error == cudaSuccess)
+      f.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.partial_blocks_per_sm, split_partial_kernel, kThreads,
+                                                              kSmemKv + kSmemExchange);
+    if (f.error == cudaSuccess && f.partial_blocks_per_sm < 1) f.error = cudaErrorInvalidConfiguration;
+  });
+  return facts[dev];
+}
+
+bool limits_ok(const vattn_limits* lim) {
+  return lim && lim->max_requests >= 1 && lim->max_requests <= kMaxRequests && lim->max_total_drafts >= 1 &&
+         lim->max_drafts_per_request >= 1 && lim->max_drafts_per_request <= kMaxDraftsPerRequest &&
+         lim->num_heads >= 1 && lim->num_heads <= kMaxHeads && lim->max_splits >= 1 && lim->max_splits <= kMaxSplits;
+}
+
+vattn_status caps(vattn_caps* c) {
+  if (!c) return VATTN_ERR_INVALID_ARGUMENT;
+  c->abi_version = VATTN_ABI_VERSION;
+  c->name = VATTN_REVISION_NAME;
+  c->description = "KV-split flash-decode (plan, partial, LSE reduce); mma.sync bf16, ldmatrix, cp.async; "
+                   "32 rows x 32 keys per stage, 2 stages";
+  c->architectures = "sm_120a,sm_90a";
+  c->d_qk = kDqk;
+  c->d_v = kDv;
+  c->max_heads = kMaxHeads;
+  c->max_drafts_per_request = kMaxDraftsPerRequest;
+  c->max_prefix = kMaxPrefix;
+  c->max_requests = kMaxRequests;
+  c->max_splits = kMaxSplits;
+  c->declared_memset_nodes = 0;
+  c->dynamic_smem_bytes = kSmemKv + kSmemExchange;
+  return VATTN_OK;
+}
+
+vattn_status ws_size(const vattn_limits* lim, size_t* bytes) {
+  if (!bytes || !limits_ok(lim)) return VATTN_ERR_INVALID_ARGUMENT;
+  *bytes = workspace_layout(*lim).total;
+  return VATTN_OK;
+}
+
+vattn_status run(const vattn_args* a, const vattn_limits* lim, void* ws, size_t ws_bytes, cudaStream_t stream) {
+  if (!a || !limits_ok(lim)) return VATTN_ERR_INVALID_ARGUMENT;
+  if (!a->q || !a->kv_pool || !a->kv_indices || !a->kv_indptr || !a->kv_draft || !a->qo_indptr || !a->mask_bits ||
+      !a->mask_word_indptr || !a->out || !a->lse || a->n_slots < 0 || a->n_q < 1 || a->num_requests < 1 ||
+      !std::isfinite(a->sm_scale) || a->sm_scale <= 0.f)
+    return VATTN_ERR_INVALID_ARGUMENT;
+  if (a->d_qk != kDqk || a->d_v != kDv || a->num_heads < 1 || a->num_heads > kMaxHeads) return VATTN_ERR_UNSUPPORTED;
+  if (a->num_requests > lim->max_requests || a->n_q > lim->max_total_drafts || a->num_heads != lim->num_heads)
+    return VATTN_ERR_LIMITS;
+  const WorkspaceLayout L = workspace_layout(*lim);
+  if (!ws || ws_bytes < L.total || reinterpret_cast<uintptr_t>(ws) % 256 != 0) return VATTN_ERR_WORKSPACE;
+
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) return VATTN_ERR_CUDA;
+  const DeviceFacts& f = device_facts(dev);
+  if (f.error != cudaSuccess) return VATTN_ERR_CUDA;
+
+  SplitParams p;
+  p.a = *a;
+  p.max_drafts_per_request = lim->max_drafts_per_request;
+  p.max_total_drafts = lim->max_total_drafts;
+  p.max_splits = lim->max_splits;
+  p.target_items = f.sms * f.partial_blocks_per_sm;
+  p.grid_partial = p.target_items;
+  char* base = static_cast<char*>(ws);
+  p.header = reinterpret_cast<WorkspaceHeader*>(base + L.header);
+  p.requests = reinterpret_cast<RequestPlan*>(base + L.requests);
+  p.partial_lse = reinterpret_cast<float*>(base + L.partial_lse);
+  p.partial_out = reinterpret_cast<float*>(base + L.partial_out);
+
+  split_plan_kernel<<<1, kThreads, 0, stream>>>(p);
+  split_partial_kernel<<<p.grid_partial, kThreads, kSmemKv + kSmemExchange, stream>>>(p);
+  split_reduce_kernel<<<f.sms * 2, kThreads, 0, stream>>>(p);
+  return cudaPeekAtLastError() == cudaSuccess ? VATTN_OK : VATTN_ERR_CUDA;
+}
+
+const char* status_string(vattn_status s) {
+  switch (s) {
+    case VATTN_OK: return "ok";
+    case VATTN_ERR_INVALID_ARGUMENT: return "invalid argument (null pointer, bad count or scale, bad limits)";
+    case VATTN_ERR_UNSUPPORTED: return "unsupported shape (this revision: d_qk 576, d_v 512, 1..128 heads)";
+    case VATTN_ERR_LIMITS: return "a host-known count exceeds the plan limits";
+    case VATTN_ERR_WORKSPACE: return "workspace missing, misaligned (256 B) or smaller than planned";
+    case VATTN_ERR_CUDA: return "CUDA error while enqueuing";
+  }
+  return "unknown status";
+}
+
+const vattn_revision kRevision = {VATTN_ABI_VERSION, VATTN_REVISION_NAME, caps, ws_size, run, status_string};
+
+}  // namespace
+}  // namespace vattn::kern
+
+// Built in: the suite links this symbol directly. As a shared library: vattn_get_revision_v1.
+extern "C" const vattn_revision* VATTN_REVISION_SYMBOL(void) { return &vattn::kern::kRevision; }
+#ifdef VATTN_EXPORT_GET_REVISION
+extern "C" __attribute__((visibility("default"))) const vattn_revision* vattn_get_revision_v1(void) {
+  return &vattn::kern::kRevision;
+}
+#endif
