@@ -41,7 +41,8 @@ struct RequestPlan {
 };
 
 struct WorkspaceHeader {
-  uint32_t error;        // VATTN_DEVERR_* bits
+  uint32_t error;        // VATTN_DEVERR_* bits (ABI: word 0)
+  uint32_t splits_used;  // largest split count of any request (ABI: word 1)
   int32_t total_work;
   int32_t total_reduce;
   int32_t num_requests;

@@ -42,12 +42,17 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
   WorkspaceHeader* h = p.header;
   h->error = s_error;
   h->num_requests = B;
+  h->splits_used = 0;
   if (s_error != 0) {  // nothing is trusted: no work; the reduce step writes NaN everywhere
     h->total_work = 0;
     h->total_reduce = 0;
     return;
   }
+#ifdef VATTN_PLANT_IGNORE_FORCED_SPLITS
+  const int forced = 0;  // Planted bug: the forced split count is read but never used.
+#else
   const int forced = a.forced_splits != nullptr ? *a.forced_splits : 0;
+#endif
   const int H = a.num_heads;
 
   // Balance: cut the total (row tiles x keys) into about target_items equal pieces.
@@ -68,6 +73,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
     if (s < 1) s = 1;
     if (s > p.max_splits) s = p.max_splits;
     r.splits = s;
+    if (static_cast<uint32_t>(s) > h->splits_used) h->splits_used = static_cast<uint32_t>(s);
     // Forced counts may exceed the tiles: the trailing splits are empty, on purpose.
     r.chunk = ceil_div(ceil_div(keys, s), kKeysPerTile) * kKeysPerTile;
     r.work_begin = work;

@@ -16,6 +16,8 @@
  *     the pool, a forced split count over the limit) are reported in the workspace's first
  *     32-bit word (VATTN_DEVERR_* bits, 0 = clean), cleared by every run; the rows affected are
  *     written as NaN, never as a plausible wrong answer. Read the word after the step.
+ *   - the workspace's second 32-bit word holds the largest split count any request used in
+ *     the last run (0 when it was refused), so tests can see that a forced count took effect.
  */
 #ifndef VATTN_ABI_H
 #define VATTN_ABI_H
@@ -40,7 +42,9 @@ typedef enum vattn_status {
   VATTN_ERR_CUDA = 5              /* a launch failed (cudaGetLastError after enqueue) */
 } vattn_status;
 
-/* Device-side error bits, in the first uint32 of the workspace. */
+/* Device-side error bits, in the first uint32 of the workspace (word VATTN_WS_ERROR_WORD). */
+#define VATTN_WS_ERROR_WORD 0
+#define VATTN_WS_SPLITS_USED_WORD 1
 #define VATTN_DEVERR_INDPTR 0x1u       /* qo/kv/mask indptr not starting at 0, decreasing, or T_b < 1 */
 #define VATTN_DEVERR_LIMITS 0x2u       /* a length beyond the plan limits (drafts, total drafts) */
 #define VATTN_DEVERR_KV_INDEX 0x4u     /* a kv_indices entry outside [0, n_slots) */

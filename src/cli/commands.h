@@ -11,5 +11,6 @@ constexpr int kExitBadInput = 2;
 int cmd_gen(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_replay(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 
 }  // namespace vattn::cli

@@ -18,6 +18,7 @@ const Subcommand kSubcommands[] = {
     {"gen", vattn::cli::cmd_gen, "write a generated, valid case file (with the float64 oracle's outputs)"},
     {"info", vattn::cli::cmd_info, "one line per case: shapes, lengths, stored producers"},
     {"replay", vattn::cli::cmd_replay, "validate a case file, recompute, compare every stored output"},
+    {"bench", vattn::cli::cmd_bench, "time a kernel revision against a roofline measured in the same run (GPU)"},
 };
 
 void usage(FILE* f) {

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs the gpu-labelled tests from a staged build (scripts/device/stage.sh) on a GPU machine
+# whose checkout sits at a different absolute path: the recorded paths are rewritten first.
+#   bash scripts/device/run.sh                 # ctest -L gpu
+#   bash scripts/device/run.sh --sanitize      # the same binaries under compute-sanitizer
+#                                              # memcheck (--padding), racecheck, initcheck, synccheck
+# Anything after the options goes to ctest (e.g. -R edges). Logs go to $OUT when set.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+stage="$root/.device/build"
+[ -d "$stage" ] || { echo "run.sh: no staged build at $stage (run scripts/device/stage.sh first)" >&2; exit 2; }
+old_build=$(cat "$stage/ORIGINAL_BUILD_DIR")
+old_src=$(cat "$stage/ORIGINAL_SOURCE_DIR")
+find "$stage" \( -name 'CTestTestfile.cmake' -o -name '*_tests*.cmake' -o -name '*_include*.cmake' \) -print0 |
+  xargs -0 sed -i -e "s#${old_build}#${stage}#g" -e "s#${old_src}#${root}#g"
+echo "$stage" > "$stage/ORIGINAL_BUILD_DIR"
+echo "$root" > "$stage/ORIGINAL_SOURCE_DIR"
+export VATTN_SOURCE_DIR="$root"
+export VATTN_FINDINGS_DIR="${OUT:-$root}/findings"
+log="${OUT:-/tmp}"
+sanitize=0
+if [ "${1:-}" = "--sanitize" ]; then sanitize=1; shift; fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
+if [ $sanitize = 0 ]; then
+  ctest --test-dir "$stage" -L gpu --output-on-failure "$@" 2>&1 | tee "$log/ctest-gpu.log"
+  exit "${PIPESTATUS[0]}"
+fi
+rc=0
+for tool in memcheck racecheck initcheck synccheck; do
+  extra=""
+  [ $tool = memcheck ] && extra="--padding 4096 --leak-check full"
+  echo "=== compute-sanitizer --tool $tool $extra"
+  compute-sanitizer --tool $tool $extra --error-exitcode 99 --print-limit 20 \
+    "$stage/tests/gpu/vattn_tests_gpu" "${VATTN_SANITIZE_FILTER:-[sanitize]}" 2>&1 | tee "$log/sanitizer-$tool.log" | tail -n 25
+  s=${PIPESTATUS[0]}
+  echo "=== $tool exit $s"
+  [ "$s" = 0 ] || rc=1
+done
+exit $rc

@@ -1,0 +1,47 @@
+// `vattn bench`: the kernel-level benchmark protocol. For each (batch, drafts/tree, prefix):
+// scattered KV slots, inputs rotated through enough copies to defeat the L2, median of
+// per-launch CUDA-event timings after warm-up, eager and CUDA-graph replay, compared with a
+// roofline from ceilings measured in the same run.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace vattn {
+
+struct BenchOptions {
+  std::string kernel = "split-v1";
+  std::vector<int> prefixes = {4096, 16384, 65536, 91000, 131072};
+  std::vector<int> batches = {1, 8};
+  std::vector<int> drafts = {16, 64};  // 16: chain (DFlash), 64: random tree (EAGLE)
+  int heads = 8;
+  int max_splits = 128;
+  int reps = 30;
+  int warmup = 5;
+  unsigned long long seed = 1;
+};
+
+struct BenchRow {
+  int batch = 0, drafts = 0, prefix = 0;
+  std::string tree;
+  int splits_used = 0;
+  double eager_us = 0, graph_us = 0;
+  double bytes = 0, flops = 0;
+  double roofline_us = 0;  // max(bytes / copy bandwidth, flops / mma peak)
+};
+
+struct BenchReport {
+  std::string device, kernel;
+  int sms = 0;
+  double copy_gbps = 0, mma_tflops = 0;
+  std::vector<BenchRow> rows;
+};
+
+// progress(line) is called once per finished case.
+BenchReport run_bench(const BenchOptions& opt, const std::function<void(const BenchRow&)>& progress);
+
+std::string bench_table(const BenchReport& r);
+std::string bench_json(const BenchReport& r);
+
+}  // namespace vattn

@@ -1,0 +1,127 @@
+#include "device_case.h"
+
+#include <algorithm>
+
+#include "bf16.h"
+
+namespace vattn {
+
+std::vector<uint32_t> pack_mask_bits(const Case& c, std::vector<int64_t>& word_indptr) {
+  std::vector<uint32_t> bits;
+  word_indptr.assign(1, 0);
+  for (int b = 0; b < c.num_requests(); ++b) {
+    const int t = c.drafts(b), words = (t + 31) / 32;
+    const size_t base = bits.size();
+    bits.resize(base + static_cast<size_t>(t) * words, 0u);
+    for (int i = 0; i < t; ++i)
+      for (int j = 0; j < t; ++j)
+        if (c.visible(b, i, j)) bits[base + static_cast<size_t>(i) * words + j / 32] |= 1u << (j % 32);
+    word_indptr.push_back(static_cast<int64_t>(bits.size()));
+  }
+  return bits;
+}
+
+namespace {
+// Zero-length inputs still get a real (guarded) allocation so every pointer is valid.
+template <class T>
+DeviceBuffer upload_nonempty(const std::string& name, const std::vector<T>& v) {
+  if (!v.empty()) return upload_vector(name, v);
+  std::vector<T> one(1, T{});
+  return upload_vector(name, one);
+}
+}  // namespace
+
+DeviceCase::DeviceCase(const Case& c) : c_(&c) {
+  q = upload_nonempty("q", c.q);
+  kv_pool = upload_nonempty("kv_pool", c.kv_pool);
+  kv_indices = upload_nonempty("kv_indices", c.kv_indices);
+  kv_indptr = upload_nonempty("kv_indptr", c.kv_indptr);
+  kv_draft = upload_nonempty("kv_draft", c.kv_draft);
+  qo_indptr = upload_nonempty("qo_indptr", c.qo_indptr);
+  std::vector<int64_t> word_indptr;
+  const auto bits = pack_mask_bits(c, word_indptr);
+  mask_bits = upload_nonempty("mask_bits", bits);
+  mask_word_indptr = upload_nonempty("mask_word_indptr", word_indptr);
+  mask_dense = upload_nonempty("draft_mask", c.draft_mask);
+  mask_indptr = upload_nonempty("draft_mask_indptr", c.draft_mask_indptr);
+  forced_splits = upload_nonempty("forced_splits", std::vector<int32_t>{0});
+  const size_t rows = static_cast<size_t>(c.n_q()) * static_cast<size_t>(c.num_heads);
+  out = DeviceBuffer("out", rows * static_cast<size_t>(c.d_v) * sizeof(uint16_t));
+  lse = DeviceBuffer("lse", rows * sizeof(float));
+}
+
+vattn_args DeviceCase::kernel_args() const {
+  vattn_args a{};
+  a.q = q.as<const uint16_t>();
+  a.kv_pool = kv_pool.as<const uint16_t>();
+  a.n_slots = c_->n_rows();
+  a.kv_indices = kv_indices.as<const int32_t>();
+  a.kv_indptr = kv_indptr.as<const int32_t>();
+  a.kv_draft = kv_draft.as<const uint16_t>();
+  a.qo_indptr = qo_indptr.as<const int32_t>();
+  a.mask_bits = mask_bits.as<const uint32_t>();
+  a.mask_word_indptr = mask_word_indptr.as<const int64_t>();
+  a.forced_splits = forced_splits.as<const int32_t>();
+  a.out = out.as<uint16_t>();
+  a.lse = lse.as<float>();
+  a.num_requests = c_->num_requests();
+  a.n_q = c_->n_q();
+  a.num_heads = c_->num_heads;
+  a.d_qk = c_->d_qk;
+  a.d_v = c_->d_v;
+  a.sm_scale = static_cast<float>(c_->sm_scale);
+  return a;
+}
+
+NaiveGpuArgs DeviceCase::oracle_args(float* out_f32, float* lse_f32) const {
+  NaiveGpuArgs a{};
+  a.q = q.as<const uint16_t>();
+  a.kv_pool = kv_pool.as<const uint16_t>();
+  a.kv_indices = kv_indices.as<const int32_t>();
+  a.kv_indptr = kv_indptr.as<const int32_t>();
+  a.kv_draft = kv_draft.as<const uint16_t>();
+  a.qo_indptr = qo_indptr.as<const int32_t>();
+  a.mask = mask_dense.as<const uint8_t>();
+  a.mask_indptr = mask_indptr.as<const int64_t>();
+  a.out = out_f32;
+  a.lse = lse_f32;
+  a.num_requests = c_->num_requests();
+  a.n_q = c_->n_q();
+  a.num_heads = c_->num_heads;
+  a.d_qk = c_->d_qk;
+  a.d_v = c_->d_v;
+  a.sm_scale = static_cast<float>(c_->sm_scale);
+  return a;
+}
+
+void DeviceCase::set_forced_splits(int splits) {
+  const int32_t v = splits;
+  forced_splits.upload(&v, sizeof v);
+}
+
+void DeviceCase::poison_outputs() {
+  out.poison();
+  lse.poison();
+}
+
+std::vector<std::string> DeviceCase::guard_violations() const {
+  std::vector<std::string> v;
+  for (const DeviceBuffer* b : {&q, &kv_pool, &kv_indices, &kv_indptr, &kv_draft, &qo_indptr, &mask_bits,
+                                &mask_word_indptr, &mask_dense, &mask_indptr, &forced_splits, &out, &lse}) {
+    std::string s = b->check_guards();
+    if (!s.empty()) v.push_back(std::move(s));
+  }
+  return v;
+}
+
+void DeviceCase::download(std::vector<float>& out_f, std::vector<float>& lse_f) const {
+  const size_t rows = static_cast<size_t>(c_->n_q()) * static_cast<size_t>(c_->num_heads);
+  std::vector<uint16_t> bits(rows * static_cast<size_t>(c_->d_v));
+  out.download(bits.data(), bits.size() * sizeof(uint16_t));
+  out_f.resize(bits.size());
+  std::transform(bits.begin(), bits.end(), out_f.begin(), bf16_to_float);
+  lse_f.resize(rows);
+  lse.download(lse_f.data(), rows * sizeof(float));
+}
+
+}  // namespace vattn

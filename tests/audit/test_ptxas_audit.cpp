@@ -1,0 +1,57 @@
+// Static sm_120 audit, no GPU needed: every kernel of the in-tree revision, in its sm_120a
+// and sm_90a builds, has no spill, no local memory, and static + dynamic shared memory
+// within the 101376 B an sm_120 block may opt into.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ptxas_report.h"
+#include "vattn_abi.h"
+
+extern "C" const vattn_revision* vattn_revision_split_v1(void);
+
+using vattn::audit::audit_entry;
+using vattn::audit::parse_ptxas_report;
+
+TEST_CASE("ptxas report of split-v1: no spills, no local memory, smem within sm_120's limit", "[audit]") {
+  std::ifstream in(VATTN_PTXAS_REPORT);
+  REQUIRE(in.good());
+  const auto entries = parse_ptxas_report(in);
+  vattn_caps caps{};
+  REQUIRE(vattn_revision_split_v1()->capabilities(&caps) == VATTN_OK);
+  std::set<std::string> archs;
+  for (const auto& k : entries) {
+    archs.insert(k.arch);
+    // Only the partial kernel takes dynamic shared memory; counting it for all is conservative.
+    const std::string problems = audit_entry(k, static_cast<long>(caps.dynamic_smem_bytes));
+    std::printf("%-8s %-60s regs %3d  smem %6ld+%zu  stack %ld  spill %ld/%ld  %s\n", k.arch.c_str(),
+                k.function.c_str(), k.registers, k.static_smem, caps.dynamic_smem_bytes, k.stack_frame,
+                k.spill_stores, k.spill_loads, problems.empty() ? "OK" : problems.c_str());
+    INFO(k.arch << " " << k.function);
+    CHECK(problems.empty());
+  }
+  CHECK(entries.size() >= 6);  // plan, partial, reduce for each architecture
+  CHECK(archs.count("sm_120a") == 1);
+  CHECK(archs.count("sm_90a") == 1);
+}
+
+TEST_CASE("the audit fails on a spill, on local memory and on too much shared memory", "[audit]") {
+  std::istringstream report(
+      "ptxas info    : Compiling entry function '_Z3bad' for 'sm_120a'\n"
+      "    16 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 2048 bytes smem\n"
+      "ptxas info    : Compiling entry function '_Z4good' for 'sm_120a'\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers\n");
+  const auto e = parse_ptxas_report(report);
+  REQUIRE(e.size() == 2);
+  const std::string bad = audit_entry(e[0], 100000);
+  CHECK(bad.find("spills") != std::string::npos);
+  CHECK(bad.find("stack frame") != std::string::npos);
+  CHECK(bad.find("shared memory") != std::string::npos);
+  CHECK(audit_entry(e[1], 100000).empty());
+  CHECK(!audit_entry(e[1], 101377).empty());
+}

@@ -1,0 +1,112 @@
+#include "gpu_testbed.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <catch2/catch.hpp>
+
+#include "case_h5.h"
+#include "cpu_oracle.h"
+#include "naive_runner.h"
+
+namespace vattn::test {
+
+std::string revision_under_test() {
+  const char* k = std::getenv("VATTN_KERNEL");
+  return k && *k ? k : "split-v1";
+}
+
+namespace {
+
+std::vector<KernelVerdict> run_and_compare(const Case& c, const std::vector<int>& splits, const std::string& revision,
+                                           const Reference& ref, const Reference& yardstick, const std::string& against,
+                                           const Tolerance& tol) {
+  std::vector<KernelVerdict> all;
+  Revision rev = load_revision(revision);
+  DeviceCase dc(c);
+  int most = 8;
+  for (int s : splits) most = s > most ? s : most;
+  KernelRunner runner(rev, limits_for(c, most));
+  for (int s : splits) {
+    KernelVerdict v;
+    v.splits = s;
+    v.run = runner.run(dc, s);
+    const std::string label = "kernel:" + rev.name() + " splits=" + std::to_string(s) + " vs " + against;
+    v.report = compare(c, ref, yardstick, v.run.out, v.run.lse, label, tol);
+    if (!v.report.pass || !v.run.ok())
+      v.repro_path = write_repro(c, against, v.run.out, v.run.lse, "kernel:" + rev.name());
+    all.push_back(std::move(v));
+  }
+  return all;
+}
+
+}  // namespace
+
+Case make_case(const std::string& recipe_line) { return generate_case(Recipe::parse(recipe_line), "case"); }
+
+std::vector<KernelVerdict> check_vs_cpu(const Case& c, const std::vector<int>& splits, const std::string& revision) {
+  const Reference r64 = oracle_fp64(c);
+  const Reference r16 = reference_bf16_emulated(c);
+  return run_and_compare(c, splits, revision, r64, r16, "oracle_fp64", Tolerance());
+}
+
+std::vector<KernelVerdict> check_vs_naive_gpu(const Case& c, const std::vector<int>& splits,
+                                              const std::string& revision) {
+  Reference naive;
+  {
+    DeviceCase dc(c);
+    naive = naive_gpu_reference(dc);
+  }
+  // The naive oracle is float32, not a bf16-emulating reference: no ratio check here; its
+  // own float32 error is far below the bf16 terms of the bound.
+  Tolerance tol;
+  tol.max_ratio = 1e30;
+  return run_and_compare(c, splits, revision, naive, naive, "naive_gpu_oracle", tol);
+}
+
+std::string write_repro(const Case& c, const std::string& tag, const std::vector<float>& out,
+                        const std::vector<float>& lse, const std::string& producer) {
+  static std::atomic<int> counter{0};
+  const char* dir_env = std::getenv("VATTN_FINDINGS_DIR");
+  const std::filesystem::path dir = dir_env && *dir_env ? dir_env : "findings";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / ("repro-" + tag + "-" + std::to_string(counter++) + ".h5")).string();
+  Case copy = c;
+  copy.outputs.clear();
+  StoredOutput got;
+  got.producer = producer;
+  got.description = "result under test when the check failed";
+  got.out = out;
+  got.out_is_bf16 = true;
+  got.lse = lse;
+  copy.outputs.push_back(got);
+  CaseFileHeader h;
+  h.source = "fuzz:" + producer;
+  h.optional["notes"] = "repro written by a failing GPU test; recipe: " + c.recipe;
+  try {
+    write_case_file(path, h, {copy});
+  } catch (const std::exception& e) {
+    return std::string("(repro not written: ") + e.what() + ")";
+  }
+  return path;
+}
+
+void require_pass(const KernelVerdict& v, const Case& c) {
+  INFO("case: " << c.describe() << " splits=" << v.splits);
+  INFO("re-run: vattn replay --recipe \"" << c.recipe << "\"" << (v.repro_path.empty() ? "" : "  repro: " + v.repro_path));
+  INFO(v.run.problem(nullptr));
+  INFO(v.report.detail());
+  REQUIRE(v.run.ok());
+  REQUIRE(v.report.pass);
+}
+
+void require_all_pass(const std::vector<KernelVerdict>& vs, const Case& c) {
+  for (const auto& v : vs) {
+    std::printf("  %s\n", v.report.summary_line().c_str());
+    require_pass(v, c);
+  }
+}
+
+}  // namespace vattn::test

@@ -1,0 +1,46 @@
+// Shared pieces of the GPU tests: run a revision on a case, compare with the CPU oracle (or
+// the naive GPU oracle) under the tolerance model, and on failure write the evidence (an
+// HDF5 repro with inputs, reference and result) and print the one line that re-creates it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "case.h"
+#include "generate.h"
+#include "kernel_runner.h"
+#include "tolerance.h"
+
+namespace vattn::test {
+
+// The revision under test: $VATTN_KERNEL (name or .so path), default the in-tree one.
+std::string revision_under_test();
+
+struct KernelVerdict {
+  CompareReport report;
+  RunResult run;
+  int splits = 0;
+  std::string repro_path;  // written when the check failed
+};
+
+// Kernel vs the CPU float64 oracle, once per forced split count (0 = kernel picks); the
+// oracles run once for all counts.
+std::vector<KernelVerdict> check_vs_cpu(const Case& c, const std::vector<int>& splits,
+                                        const std::string& revision = revision_under_test());
+// Kernel vs the naive GPU oracle (long contexts).
+std::vector<KernelVerdict> check_vs_naive_gpu(const Case& c, const std::vector<int>& splits,
+                                              const std::string& revision = revision_under_test());
+
+// Recipe shorthand for tables: generate_case(parse(line)).
+Case make_case(const std::string& recipe_line);
+
+// Writes case + reference + result to $VATTN_FINDINGS_DIR (default ./findings); returns the path.
+std::string write_repro(const Case& c, const std::string& tag, const std::vector<float>& out,
+                        const std::vector<float>& lse, const std::string& producer);
+
+// Catch2 assertion helpers that print the case line, the report and the repro path.
+void require_pass(const KernelVerdict& v, const Case& c);
+// Every verdict passes; prints one summary line per split count.
+void require_all_pass(const std::vector<KernelVerdict>& vs, const Case& c);
+
+}  // namespace vattn::test
