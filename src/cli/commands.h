@@ -12,5 +12,6 @@ int cmd_gen(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_replay(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_graph_check(int argc, char** argv);
 
 }  // namespace vattn::cli

@@ -19,6 +19,7 @@ const Subcommand kSubcommands[] = {
     {"info", vattn::cli::cmd_info, "one line per case: shapes, lengths, stored producers"},
     {"replay", vattn::cli::cmd_replay, "validate a case file, recompute, compare every stored output"},
     {"bench", vattn::cli::cmd_bench, "time a kernel revision against a roofline measured in the same run (GPU)"},
+    {"graph-check", vattn::cli::cmd_graph_check, "CUDA-graph safety checks of a kernel revision (GPU)"},
 };
 
 void usage(FILE* f) {

@@ -1,0 +1,66 @@
+// A small option parser shared by the subcommands: long options (--name VALUE or
+// --name=VALUE), optional one-letter aliases, flags, positionals, and a generated --help that
+// lists every option with its default. Errors are UsageError (exit code 2).
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vattn::cli {
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Args {
+ public:
+  Args(std::string command, std::string synopsis, std::string description);
+
+  // An option taking a value. default_text is shown in --help ("" = no default).
+  Args& option(const std::string& name, const std::string& metavar, const std::string& help,
+               const std::string& default_text = "", char alias = 0);
+  Args& flag(const std::string& name, const std::string& help);
+  // Positional arguments: at least min_count of them.
+  Args& positionals(const std::string& metavar, const std::string& help, size_t min_count);
+  Args& example(const std::string& line, const std::string& what);
+  Args& note(const std::string& text);
+
+  // Returns false after printing --help to stdout (the command should exit 0).
+  bool parse(int argc, char** argv);
+
+  bool has(const std::string& name) const;  // option given, or flag set
+  std::string get(const std::string& name, const std::string& fallback = "") const;
+  // Integer value in [lo, hi]; UsageError naming the option otherwise.
+  long long get_int(const std::string& name, long long fallback, long long lo, long long hi) const;
+  double get_double(const std::string& name, double fallback) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+  std::string help_text() const;
+  const std::string& command() const { return command_; }
+
+ private:
+  struct Spec {
+    std::string name, metavar, help, default_text;
+    char alias = 0;
+    bool takes_value = true;
+  };
+  const Spec* find(const std::string& name) const;
+
+  std::string command_, synopsis_, description_;
+  std::vector<Spec> specs_;
+  std::string pos_metavar_, pos_help_;
+  size_t pos_min_ = 0;
+  bool pos_allowed_ = false;
+  std::vector<std::pair<std::string, std::string>> examples_;
+  std::vector<std::string> notes_;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+// Comma-separated non-negative integers ("4099,0,17"); UsageError naming the option.
+std::vector<int> parse_int_list(const std::string& option, const std::string& text, int lo, int hi);
+
+}  // namespace vattn::cli

@@ -1,0 +1,303 @@
+// vattn replay: validate case files, recompute the oracles, and hold every stored output (and
+// every live producer that can run here) to the tolerance model. A file that does not validate
+// is not replayed at all.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <set>
+
+#include "args.h"
+#include "case_h5.h"
+#include "commands.h"
+#include "generate.h"
+#include "json.h"
+#include "producers.h"
+#include "stored_oracle_check.h"
+#include "tolerance.h"
+
+namespace vattn::cli {
+
+namespace {
+
+enum class RowKind { kStored, kStoredOracle, kLive };
+
+struct ReplayRow {
+  std::string source;  // file path, or "recipe"
+  std::string case_name, recipe, producer;
+  RowKind kind = RowKind::kStored;
+  CompareReport report;
+};
+
+std::string fmt(double v, const char* spec = "%.3g") {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
+
+int forced_splits_of(const Case& c) {
+  if (c.recipe.empty()) return 0;
+  try {
+    return Recipe::parse(c.recipe).splits;
+  } catch (const InputError&) {
+    return 0;  // a recipe this version cannot parse still replays, with the kernel's own split choice
+  }
+}
+
+class Replayer {
+ public:
+  Replayer(bool verbose, std::vector<std::unique_ptr<LiveProducer>> file_live,
+           std::vector<std::unique_ptr<LiveProducer>> recipe_live)
+      : verbose_(verbose), file_live_(std::move(file_live)), recipe_live_(std::move(recipe_live)) {}
+
+  void print_table_header() const {
+    std::printf("%-28s %-28s %-6s %15s %10s %11s %10s\n", "case", "producer", "result", "worst err/bound", "score",
+                "ratio/bf16", "lse err");
+  }
+
+  // Says once per producer why a live producer is not running here.
+  void announce_unavailable() {
+    for (const auto* list : {&file_live_, &recipe_live_}) {
+      for (const auto& p : *list) {
+        const std::string why = p->unavailable_reason();
+        if (why.empty() || !announced_.insert(p->name()).second) continue;
+        std::printf("%s: not run (%s)\n", p->name().c_str(), why.c_str());
+        not_run_.push_back(JsonObject().add("producer", p->name()).add("reason", why).str());
+      }
+    }
+  }
+
+  void replay_case(const std::string& source, const Case& c, bool from_recipe) {
+    if (verbose_) std::printf("-- %s: %s  %s\n", source.c_str(), c.name.c_str(), c.describe().c_str());
+    const Reference ref64 = oracle_fp64(c);
+    const Reference bf16 = reference_bf16_emulated(c);
+    const size_t before = rows_.size();
+    for (const auto& o : c.outputs) {
+      ReplayRow row{source, c.name, c.recipe, o.producer, RowKind::kStored, {}};
+      if (o.producer == "oracle_fp64") {
+        row.kind = RowKind::kStoredOracle;
+        row.producer = "oracle_fp64 (stored)";
+        row.report = check_stored_oracle(c, ref64, o);
+      } else {
+        row.report = compare(c, ref64, bf16, o.out, o.lse, o.producer + " vs oracle_fp64");
+      }
+      emit(std::move(row));
+    }
+    const ReplayContext ctx{c, ref64, bf16, forced_splits_of(c)};
+    for (const auto& p : from_recipe ? recipe_live_ : file_live_) {
+      if (!p->unavailable_reason().empty()) continue;
+      ReplayRow row{source, c.name, c.recipe, p->name(), RowKind::kLive, {}};
+      std::vector<float> out, lse;
+      try {
+        p->run(ctx, out, lse);
+        row.report = compare(c, ref64, bf16, out, lse, p->name() + " vs oracle_fp64");
+      } catch (const std::exception& e) {
+        row.report.case_name = c.name;
+        row.report.label = p->name();
+        row.report.pass = false;
+        row.report.failures.push_back(std::string("run: ") + e.what());
+      }
+      emit(std::move(row));
+    }
+    if (rows_.size() == before) {
+      std::printf("%-28s (nothing to compare: no stored outputs, no live producer ran)\n", c.name.c_str());
+    }
+  }
+
+  void unusable(const std::string& source, const std::string& message) {
+    std::fprintf(stderr, "vattn replay: %s (nothing replayed from this input)\n", message.c_str());
+    unusable_.push_back(JsonObject().add("input", source).add("message", message).str());
+  }
+
+  int passed() const { return count(true); }
+  int failed() const { return count(false); }
+  size_t unusable_count() const { return unusable_.size(); }
+  size_t compared() const { return rows_.size(); }
+
+  std::string json() const {
+    std::vector<std::string> results;
+    for (const auto& r : rows_) results.push_back(row_json(r));
+    JsonObject top;
+    top.add("tool", "vattn replay")
+        .add("version", VATTN_VERSION)
+        .add("passed", passed())
+        .add("failed", failed())
+        .raw("results", json_array(results, "  "))
+        .raw("not_run", json_array(not_run_, "  "))
+        .raw("unusable", json_array(unusable_, "  "));
+    return top.str() + "\n";
+  }
+
+ private:
+  int count(bool pass) const {
+    int n = 0;
+    for (const auto& r : rows_) n += r.report.pass == pass ? 1 : 0;
+    return n;
+  }
+
+  void emit(ReplayRow row) {
+    const CompareReport& r = row.report;
+    const bool oracle = row.kind == RowKind::kStoredOracle;
+    std::printf("%-28s %-28s %-6s %15s %10s %11s %10s\n", row.case_name.c_str(), row.producer.c_str(),
+                r.pass ? "PASS" : "FAIL", fmt(r.worst_err_over_bound).c_str(), fmt(r.score).c_str(),
+                oracle ? "-" : fmt(r.ratio_vs_bf16_ref).c_str(), fmt(r.lse_max_err).c_str());
+    if (!r.pass || verbose_) {
+      const std::string detail = oracle ? stored_oracle_detail(r) : r.detail();
+      std::printf("%s", indent(detail).c_str());
+      if (!r.pass) std::printf("    re-run: %s\n", rerun_line(row).c_str());
+    }
+    std::fflush(stdout);
+    rows_.push_back(std::move(row));
+  }
+
+  // Stored outputs live only in their file; a live producer's case follows from its recipe.
+  static std::string rerun_line(const ReplayRow& row) {
+    if (row.kind == RowKind::kLive && !row.recipe.empty()) return "vattn replay --recipe \"" + row.recipe + "\"";
+    return "vattn replay " + row.source + " --case " + row.case_name;
+  }
+
+  static std::string indent(const std::string& text) {
+    std::string out = "    ";
+    for (size_t i = 0; i < text.size(); ++i) {
+      out += text[i];
+      if (text[i] == '\n' && i + 1 < text.size()) out += "    ";
+    }
+    return out;
+  }
+
+  static std::string pos_json(const ElementPos& p) {
+    return JsonObject()
+        .add("index", static_cast<int64_t>(p.index))
+        .add("request", p.request)
+        .add("draft", p.draft)
+        .add("head", p.head)
+        .add("column", p.column)
+        .str();
+  }
+
+  static std::string row_json(const ReplayRow& row) {
+    const CompareReport& r = row.report;
+    const bool oracle = row.kind == RowKind::kStoredOracle;
+    JsonObject o;
+    o.add("source", row.source)
+        .add("case", row.case_name)
+        .add("producer", row.producer)
+        .add("kind", row.kind == RowKind::kLive ? "live" : oracle ? "stored_oracle" : "stored")
+        .add("pass", r.pass)
+        .add("failures", r.failures)
+        .add("worst_err_over_bound", r.worst_err_over_bound)
+        .add("max_abs_err", r.max_abs_err)
+        .add("elements_over_bound", static_cast<int64_t>(r.elements_over_bound))
+        .add("nonfinite_mismatch", static_cast<int64_t>(r.nonfinite_mismatch))
+        .add("score", r.score)
+        .add("rms_err", r.rms_err)
+        .raw("rms_err_bf16_ref", oracle ? "null" : json_number(r.rms_err_bf16_ref))
+        .raw("ratio_vs_bf16_ref", oracle ? "null" : json_number(r.ratio_vs_bf16_ref))
+        .add("lse_max_err", r.lse_max_err)
+        .add("lse_worst_err_over_bound", r.lse_worst_err_over_bound)
+        .add("ref_norm", r.ref_norm)
+        .raw("worst", pos_json(r.worst))
+        .add("worst_value", r.worst_value)
+        .add("worst_ref", r.worst_ref)
+        .add("worst_bound", r.worst_bound)
+        .raw("lse_worst", pos_json(r.lse_worst))
+        .add("recipe", row.recipe);
+    return o.str();
+  }
+
+  bool verbose_;
+  std::vector<std::unique_ptr<LiveProducer>> file_live_, recipe_live_;
+  std::set<std::string> announced_;
+  std::vector<ReplayRow> rows_;
+  std::vector<std::string> not_run_, unusable_;
+};
+
+Args replay_args() {
+  Args a("replay", "[FILE...] [--case NAME] [--recipe \"LINE\"] [--json OUT] [--verbose]",
+         "Reads and validates each case file (a file that fails validation is not replayed: exit 2,\n"
+         "naming file, case and field), recomputes the float64 oracle and the bf16-emulating reference\n"
+         "for every case, and compares every stored output group under the tolerance model\n"
+         "(shared/spec/correctness.md). A stored oracle_fp64 is held to float32-storage accuracy instead.\n"
+         "Live producers (a kernel on a GPU machine) are compared the same way; those that cannot run\n"
+         "here say why in one line.");
+  a.positionals("FILE...", "case files to replay (none needed with --recipe)", 0)
+      .option("case", "NAME", "replay only this case of each file (a file without it is an error)")
+      .option("recipe", "LINE",
+              "generate the case from its one-line recipe and replay it; the bf16-emulating reference "
+              "is compared as its producer")
+      .option("json", "OUT", "also write a machine-readable report (one object per case x producer)")
+      .flag("verbose", "print each case's shape and the full figures of every comparison, passing or not")
+      .example("vattn replay fixtures/*.h5", "replay the committed fixtures")
+      .example("vattn replay capture.h5 --case step000120_layer07 --json report.json", "one case, with a JSON report")
+      .example("vattn replay --recipe \"B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered "
+               "poison=0 seed=7 scale=0.1446796 splits=3\"",
+               "re-create a case from the line a test printed, and check it");
+  return a;
+}
+
+}  // namespace
+
+int cmd_replay(int argc, char** argv) {
+  Args a = replay_args();
+  Recipe recipe;
+  try {
+    if (!a.parse(argc, argv)) return kExitOk;
+    if (a.positional().empty() && !a.has("recipe")) throw UsageError("give case files, --recipe \"LINE\", or both");
+    if (a.has("recipe")) {
+      try {
+        recipe = Recipe::parse(a.get("recipe"));
+      } catch (const InputError& e) {
+        throw UsageError("--recipe: field '" + e.field() + "': " + e.reason());
+      }
+    }
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "vattn replay: %s\n(see vattn replay --help)\n", e.what());
+    return kExitBadInput;
+  }
+
+  ProducerOptions file_opts, recipe_opts;
+  recipe_opts.bf16_reference = true;
+  Replayer replayer(a.has("verbose"), make_live_producers(file_opts), make_live_producers(recipe_opts));
+  replayer.announce_unavailable();
+  replayer.print_table_header();
+
+  for (const auto& path : a.positional()) {
+    CaseFile f;
+    try {
+      f = read_case_file(path, a.get("case"));
+    } catch (const std::exception& e) {
+      const std::string msg = e.what();
+      replayer.unusable(path, msg.find(path) == std::string::npos ? path + ": " + msg : msg);
+      continue;
+    }
+    std::printf("== %s: %zu case%s, source %s\n", path.c_str(), f.cases.size(), f.cases.size() == 1 ? "" : "s",
+                f.header.source.c_str());
+    for (const auto& c : f.cases) replayer.replay_case(path, c, false);
+  }
+  if (a.has("recipe")) {
+    std::printf("== --recipe %s\n", recipe.to_line().c_str());
+    try {
+      replayer.replay_case("recipe", generate_case(recipe, "recipe"), true);
+    } catch (const InputError& e) {
+      replayer.unusable("recipe", std::string("--recipe: ") + e.what());
+    }
+  }
+
+  std::printf("replay: %d passed, %d failed\n", replayer.passed(), replayer.failed());
+  if (replayer.unusable_count() > 0) std::printf("replay: %zu input(s) unusable (see above)\n", replayer.unusable_count());
+  if (a.has("json")) {
+    std::ofstream out(a.get("json"));
+    out << replayer.json();
+    if (!out) {
+      std::fprintf(stderr, "vattn replay: cannot write the JSON report to %s\n", a.get("json").c_str());
+      return kExitBadInput;
+    }
+  }
+  if (replayer.unusable_count() > 0) return kExitBadInput;
+  if (replayer.compared() == 0) {
+    std::fprintf(stderr, "vattn replay: nothing was compared (no stored outputs, no live producer)\n");
+    return kExitBadInput;
+  }
+  return replayer.failed() > 0 ? kExitCheckFailed : kExitOk;
+}
+
+}  // namespace vattn::cli

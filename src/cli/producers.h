@@ -1,0 +1,42 @@
+// Live producers: results replay computes now, on this machine, for each case (the
+// bf16-emulating CPU reference; on a GPU machine a kernel revision or the naive GPU oracle),
+// as opposed to outputs stored in the file. Each is compared with vattn::compare like a stored
+// output. To add one: implement LiveProducer and append it in make_live_producers().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "case.h"
+#include "cpu_oracle.h"
+
+namespace vattn::cli {
+
+// What replay has already computed for a case; producers may use it instead of redoing it.
+struct ReplayContext {
+  const Case& c;
+  const Reference& ref64;
+  const Reference& bf16ref;
+  int forced_splits = 0;  // from the recipe's splits= (0: the kernel chooses)
+};
+
+class LiveProducer {
+ public:
+  virtual ~LiveProducer() = default;
+  virtual std::string name() const = 0;  // table label, e.g. "kernel:split-v1"
+  // "" when it can run here, else why not (replay prints "<name>: not run (<reason>)" once).
+  virtual std::string unavailable_reason() const = 0;
+  // Fills out [n_q*H*d_v] and lse [n_q*H] as float; throws on a failed run (counted as FAIL).
+  virtual void run(const ReplayContext& ctx, std::vector<float>& out, std::vector<float>& lse) = 0;
+};
+
+// What the command line asked for; GPU options (kernel revision, oracle choice) go here too.
+struct ProducerOptions {
+  bool bf16_reference = false;  // compare the bf16-emulating reference itself (replay --recipe)
+};
+
+// Every live producer this build knows, in table order, available or not.
+std::vector<std::unique_ptr<LiveProducer>> make_live_producers(const ProducerOptions& options);
+
+}  // namespace vattn::cli

@@ -1,0 +1,133 @@
+#include "stored_oracle_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace vattn::cli {
+
+namespace {
+
+constexpr double kF32Rounding = 0x1.0p-23;
+constexpr double kSummationOrder = 1e-9;
+constexpr double kF32Subnormal = 0x1.0p-149;
+
+// Same class = both finite, both NaN, or the same infinity.
+bool same_class(double x, double y) {
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+  if (std::isinf(x) || std::isinf(y)) return x == y;
+  return true;
+}
+
+std::string where(const std::string& case_name, const ElementPos& p) {
+  std::ostringstream os;
+  os << "case '" << case_name << "' request " << p.request << " draft " << p.draft << " head " << p.head;
+  if (p.column >= 0) {
+    os << " column " << p.column;
+  } else {
+    os << " lse";
+  }
+  return os.str();
+}
+
+}  // namespace
+
+CompareReport check_stored_oracle(const Case& c, const Reference& ref64, const StoredOutput& stored) {
+  CompareReport r;
+  r.case_name = c.name;
+  r.label = stored.producer + " (stored) vs oracle_fp64";
+  std::ostringstream fail;
+  fail.precision(9);
+  double sum_xy = 0, sum_sq = 0, sum_ref_sq = 0, sum_err_sq = 0;
+  int64_t n_finite = 0;
+  for (size_t i = 0; i < ref64.out.size(); ++i) {
+    const double x = stored.out[i], y = ref64.out[i];
+    if (!same_class(x, y)) {
+      if (r.nonfinite_mismatch++ == 0) r.first_nonfinite_mismatch = locate(c, static_cast<int64_t>(i), false);
+      continue;
+    }
+    if (!std::isfinite(y)) continue;
+    const double err = std::fabs(x - y);
+    const double bound = kF32Rounding * std::fabs(y) + kSummationOrder * ref64.abs_pv[i] + kF32Subnormal;
+    const double ratio = err / bound;
+    r.max_abs_err = std::max(r.max_abs_err, err);
+    if (ratio > 1) ++r.elements_over_bound;
+    if (ratio > r.worst_err_over_bound || r.worst.index < 0) {
+      r.worst_err_over_bound = ratio;
+      r.worst = locate(c, static_cast<int64_t>(i), false);
+      r.worst_value = x;
+      r.worst_ref = y;
+      r.worst_bound = bound;
+    }
+    sum_xy += x * y;
+    sum_sq += x * x + y * y;
+    sum_ref_sq += y * y;
+    sum_err_sq += (x - y) * (x - y);
+    ++n_finite;
+  }
+  int64_t lse_over = 0;
+  for (size_t i = 0; i < ref64.lse.size(); ++i) {
+    const double x = stored.lse[i], y = ref64.lse[i];
+    if (!same_class(x, y)) {
+      if (r.nonfinite_mismatch++ == 0) r.first_nonfinite_mismatch = locate(c, static_cast<int64_t>(i), true);
+      continue;
+    }
+    if (!std::isfinite(y)) continue;
+    const double err = std::fabs(x - y);
+    const double bound = kF32Rounding * std::fabs(y) + kSummationOrder * (ref64.lse_scale[i] + 1.0);
+    const double ratio = err / bound;
+    r.lse_max_err = std::max(r.lse_max_err, err);
+    if (ratio > 1) ++lse_over;
+    if (ratio > r.lse_worst_err_over_bound || r.lse_worst.index < 0) {
+      r.lse_worst_err_over_bound = ratio;
+      r.lse_worst = locate(c, static_cast<int64_t>(i), true);
+    }
+  }
+  r.ref_norm = std::sqrt(sum_ref_sq);
+  r.score = sum_sq > 0 ? 1.0 - 2.0 * sum_xy / sum_sq : 0.0;
+  r.rms_err = n_finite > 0 ? std::sqrt(sum_err_sq / static_cast<double>(n_finite)) : 0.0;
+
+  if (r.elements_over_bound > 0) {
+    fail << "out_bound: " << r.elements_over_bound << " elements over the float32-storage bound, worst err/bound "
+         << r.worst_err_over_bound << " at " << where(c.name, r.worst) << " (stored " << r.worst_value << ", oracle "
+         << r.worst_ref << ", bound " << r.worst_bound << ")";
+    r.failures.push_back(fail.str());
+    fail.str("");
+  }
+  if (r.nonfinite_mismatch > 0) {
+    fail << "nonfinite: " << r.nonfinite_mismatch << " NaN/Inf positions differ, first at "
+         << where(c.name, r.first_nonfinite_mismatch);
+    r.failures.push_back(fail.str());
+    fail.str("");
+  }
+  if (lse_over > 0) {
+    fail << "lse_bound: " << lse_over << " rows over the float32-storage bound, worst err/bound "
+         << r.lse_worst_err_over_bound << " at " << where(c.name, r.lse_worst);
+    r.failures.push_back(fail.str());
+    fail.str("");
+  }
+  if (r.score > kStoredOracleMaxScore) {
+    fail << "score: " << r.score << " > " << kStoredOracleMaxScore;
+    r.failures.push_back(fail.str());
+  }
+  r.pass = r.failures.empty();
+  return r;
+}
+
+std::string stored_oracle_detail(const CompareReport& r) {
+  std::ostringstream os;
+  os.precision(4);
+  os << (r.pass ? "PASS" : "FAIL") << " [" << r.label << "] case '" << r.case_name << "'\n";
+  os << "  reference norm         " << r.ref_norm << "\n";
+  os << "  max |stored - o64|     " << r.max_abs_err << "\n";
+  os << "  worst err/bound        " << r.worst_err_over_bound;
+  if (r.worst.index >= 0) os << " at " << where(r.case_name, r.worst);
+  os << "\n  elements over bound    " << r.elements_over_bound << "\n";
+  os << "  nonfinite mismatches   " << r.nonfinite_mismatch << "\n";
+  os << "  lse max |err|          " << r.lse_max_err << " (worst err/bound " << r.lse_worst_err_over_bound << ")\n";
+  os << "  score                  " << r.score << " (max " << kStoredOracleMaxScore << ")\n";
+  for (const auto& f : r.failures) os << "  failed: " << f << "\n";
+  return os.str();
+}
+
+}  // namespace vattn::cli

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""ctest: malformed case files are refused with exit code 2 and a message naming the file,
+the case and the field; nothing from such a file is replayed.
+
+Each corruption is applied with h5py to a fresh copy of a committed fixture (or, for the
+"nothing replayed" check, to the second case of a two-case file from `vattn gen`).
+
+usage: test_malformed.py --vattn PATH/TO/vattn --fixture FIXTURE.h5
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+
+def set_entry(name, index, value):
+    def corrupt(g):
+        data = g[name][()]
+        data.flat[index] = value
+        del g[name]
+        g.create_dataset(name, data=data)
+    return corrupt
+
+
+def replace_dataset(name, data):
+    def corrupt(g):
+        del g[name]
+        g.create_dataset(name, data=data)
+    return corrupt
+
+
+def drop(name):
+    def corrupt(g):
+        del g[name]
+    return corrupt
+
+
+def set_attr(name, value):
+    def corrupt(g):
+        g.attrs[name] = value
+    return corrupt
+
+
+def zero_diagonal(g):
+    m = g["draft_mask"][()]
+    t = int(g["qo_indptr"][1] - g["qo_indptr"][0])
+    rows = m[:t * t].reshape(t, t)
+    # A row that sees an ancestor: with its diagonal cleared it is neither a tree row nor padding.
+    i = next(i for i in range(t) if rows[i, i] and rows[i].sum() >= 2)
+    m[i * t + i] = 0
+    del g["draft_mask"]
+    g.create_dataset("draft_mask", data=m)
+
+
+def bad_parent(g):
+    p = g["draft_parent"][()]
+    p[1] = -1  # node 1 becomes a root: the mask says otherwise
+    del g["draft_parent"]
+    g.create_dataset("draft_parent", data=p)
+
+
+def decreasing_indptr(g):
+    v = g["qo_indptr"][()]
+    v[1] = v[2] + 1
+    del g["qo_indptr"]
+    g.create_dataset("qo_indptr", data=v)
+
+
+def short_lse(g):
+    o = g["outputs/oracle_fp64"]
+    lse = o["lse"][()]
+    del o["lse"]
+    o.create_dataset("lse", data=lse[:-1])
+
+
+# (label, where: "case" or "root", corruption, text the message must contain)
+CORRUPTIONS = [
+    ("index outside the pool", "case", set_entry("kv_indices", 3, 10 ** 6), "kv_indices"),
+    ("negative index", "case", set_entry("kv_indices", 0, -1), "kv_indices"),
+    ("mask value 2", "case", set_entry("draft_mask", 0, 2), "draft_mask"),
+    ("mask diagonal 0", "case", zero_diagonal, "draft_mask"),
+    ("parent disagrees with mask", "case", bad_parent, "draft_parent"),
+    ("decreasing qo_indptr", "case", decreasing_indptr, "qo_indptr"),
+    ("kv_draft missing", "case", drop("kv_draft"), "kv_draft"),
+    ("q stored as float32", "case", lambda g: replace_dataset("q", g["q"][()].astype(np.float32))(g), "q"),
+    ("sm_scale negative", "case", set_attr("sm_scale", -1.0), "sm_scale"),
+    ("sm_scale NaN", "case", set_attr("sm_scale", float("nan")), "sm_scale"),
+    ("num_heads wrong", "case", set_attr("num_heads", np.int32(3)), "num_heads"),
+    ("oracle lse too short", "case", short_lse, "lse"),
+    ("not a vattn file", "root", set_attr("format", "something-else"), "format"),
+    ("unknown major version", "root", set_attr("format_version", np.int32(2)), "format_version"),
+]
+
+
+def run(cmd):
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vattn", required=True)
+    ap.add_argument("--fixture", required=True)
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="vattn-py-malformed.")
+    problems = []
+    try:
+        with h5py.File(args.fixture, "r") as f:
+            case_name = sorted(f["cases"])[0]
+        for k, (label, where, corrupt, field) in enumerate(CORRUPTIONS):
+            path = os.path.join(tmp, f"bad{k}.h5")
+            shutil.copy(args.fixture, path)
+            with h5py.File(path, "r+") as f:
+                corrupt(f if where == "root" else f["cases"][case_name])
+            for sub in ("replay", "info"):
+                p = run([args.vattn, sub, path])
+                msg = p.stderr
+                wants = [path, field] + ([case_name] if where == "case" else [])
+                missing = [w for w in wants if w not in msg]
+                ok = p.returncode == 2 and not missing and "PASS" not in p.stdout
+                print(f"{'ok  ' if ok else 'BAD '} {sub:6s} {label}: exit {p.returncode}: {msg.strip()}")
+                if not ok:
+                    problems.append(f"{sub} / {label}: exit {p.returncode}, message lacks {missing}, stdout:\n{p.stdout}")
+
+        # A two-case file whose second case is broken: the first case must not be replayed either.
+        two = os.path.join(tmp, "two.h5")
+        subprocess.run([args.vattn, "gen", "-o", two, "--cases", "2", "--prefix", "40", "--drafts", "4",
+                        "--heads", "2"], check=True, capture_output=True)
+        with h5py.File(two, "r+") as f:
+            second = sorted(f["cases"])[1]
+            set_entry("kv_indices", 0, 10 ** 6)(f["cases"][second])
+        p = run([args.vattn, "replay", two])
+        ok = p.returncode == 2 and second in p.stderr and "PASS" not in p.stdout and "FAIL" not in p.stdout
+        print(f"{'ok  ' if ok else 'BAD '} replay half-broken file: exit {p.returncode}: {p.stderr.strip()}")
+        if not ok:
+            problems.append(f"half-broken file: exit {p.returncode}; stdout:\n{p.stdout}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for m in problems:
+        print("PROBLEM:", m)
+    print("test_malformed:", "FAIL" if problems else "ok")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
