@@ -70,7 +70,13 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
   const int total = p.header->total_work;
   float* my_x = s_x + warp * 16 * 32;
 
-  for (int item = blockIdx.x; item < total; item += gridDim.x) {
+#ifdef VATTN_UNSAFE_HOST_GRID
+  // Unsafe variant: one item per block, so the grid (sized on the host) must cover them all.
+  const int item_stride = total + 1;
+#else
+  const int item_stride = gridDim.x;  // persistent: any grid covers every item
+#endif
+  for (int item = blockIdx.x; item < total; item += item_stride) {
     const int b = find_request(a.num_requests, item, [&](int i) { return p.requests[i].work_begin; });
     const RequestPlan r = p.requests[b];
     const int local = item - r.work_begin;

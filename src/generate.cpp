@@ -138,13 +138,16 @@ Case generate_case(const Recipe& r, const std::string& name) {
   }
   profile->finish(c, layout);
 
-  if (poison) {  // padded nodes: nobody attends their KV rows, and their queries are garbage
+  if (poison) {
+    // Padded nodes: nobody attends their KV rows. Their queries still attend the prefix when
+    // there is one (the prefix is always visible), so only a prefix-less padded row's query is
+    // truly unused and may be garbage.
     for (int b = 0; b < B; ++b) {
       for (int i = 0; i < c.drafts(b); ++i) {
         if (parents[static_cast<size_t>(b)][static_cast<size_t>(i)] != kPaddedNode) continue;
         const size_t row = static_cast<size_t>(c.qo_indptr[b] + i);
         poison_row(&c.kv_draft[row * dqk], dqk, row);
-        poison_row(&c.q[row * H * dqk], H * dqk, row + 1);
+        if (c.prefix_len(b) == 0) poison_row(&c.q[row * H * dqk], H * dqk, row + 1);
       }
     }
   }

@@ -11,6 +11,8 @@
 #include "commands.h"
 #include "generate.h"
 #include "json.h"
+#include "cuda_check.h"
+#include "naive_runner.h"
 #include "producers.h"
 #include "stored_oracle_check.h"
 #include "tolerance.h"
@@ -45,9 +47,13 @@ int forced_splits_of(const Case& c) {
 
 class Replayer {
  public:
-  Replayer(bool verbose, std::vector<std::unique_ptr<LiveProducer>> file_live,
+  Replayer(bool verbose, bool gpu_oracle, int splits_override, std::vector<std::unique_ptr<LiveProducer>> file_live,
            std::vector<std::unique_ptr<LiveProducer>> recipe_live)
-      : verbose_(verbose), file_live_(std::move(file_live)), recipe_live_(std::move(recipe_live)) {}
+      : verbose_(verbose), file_live_(std::move(file_live)), recipe_live_(std::move(recipe_live)),
+        gpu_oracle_(gpu_oracle), splits_override_(splits_override) {
+    // The naive GPU oracle is float32, not a bf16-emulating reference: no ratio check then.
+    if (gpu_oracle_) tol_.max_ratio = 1e30;
+  }
 
   void print_table_header() const {
     std::printf("%-28s %-28s %-6s %15s %10s %11s %10s\n", "case", "producer", "result", "worst err/bound", "score",
@@ -68,28 +74,36 @@ class Replayer {
 
   void replay_case(const std::string& source, const Case& c, bool from_recipe) {
     if (verbose_) std::printf("-- %s: %s  %s\n", source.c_str(), c.name.c_str(), c.describe().c_str());
-    const Reference ref64 = oracle_fp64(c);
-    const Reference bf16 = reference_bf16_emulated(c);
+    Reference ref64, bf16;
+    if (gpu_oracle_) {
+      const DeviceCase dc(c);
+      ref64 = naive_gpu_reference(dc);
+      bf16 = ref64;
+    } else {
+      ref64 = oracle_fp64(c);
+      bf16 = reference_bf16_emulated(c);
+    }
+    const std::string against = gpu_oracle_ ? " vs naive_gpu_oracle" : " vs oracle_fp64";
     const size_t before = rows_.size();
     for (const auto& o : c.outputs) {
       ReplayRow row{source, c.name, c.recipe, o.producer, RowKind::kStored, {}};
-      if (o.producer == "oracle_fp64") {
+      if (o.producer == "oracle_fp64" && !gpu_oracle_) {
         row.kind = RowKind::kStoredOracle;
         row.producer = "oracle_fp64 (stored)";
         row.report = check_stored_oracle(c, ref64, o);
       } else {
-        row.report = compare(c, ref64, bf16, o.out, o.lse, o.producer + " vs oracle_fp64");
+        row.report = compare(c, ref64, bf16, o.out, o.lse, o.producer + against, tol_);
       }
       emit(std::move(row));
     }
-    const ReplayContext ctx{c, ref64, bf16, forced_splits_of(c)};
+    const ReplayContext ctx{c, ref64, bf16, splits_override_ >= 0 ? splits_override_ : forced_splits_of(c)};
     for (const auto& p : from_recipe ? recipe_live_ : file_live_) {
       if (!p->unavailable_reason().empty()) continue;
       ReplayRow row{source, c.name, c.recipe, p->name(), RowKind::kLive, {}};
       std::vector<float> out, lse;
       try {
         p->run(ctx, out, lse);
-        row.report = compare(c, ref64, bf16, out, lse, p->name() + " vs oracle_fp64");
+        row.report = compare(c, ref64, bf16, out, lse, p->name() + against, tol_);
       } catch (const std::exception& e) {
         row.report.case_name = c.name;
         row.report.label = p->name();
@@ -209,6 +223,9 @@ class Replayer {
   std::set<std::string> announced_;
   std::vector<ReplayRow> rows_;
   std::vector<std::string> not_run_, unusable_;
+  bool gpu_oracle_ = false;
+  int splits_override_ = -1;
+  Tolerance tol_;
 };
 
 Args replay_args() {
@@ -225,6 +242,10 @@ Args replay_args() {
               "generate the case from its one-line recipe and replay it; the bf16-emulating reference "
               "is compared as its producer")
       .option("json", "OUT", "also write a machine-readable report (one object per case x producer)")
+      .option("kernel", "NAME|LIB.so", "kernel revision run on a GPU machine: a built-in name or a revision library",
+              "split-v1")
+      .option("oracle", "cpu|gpu", "reference: the float64 CPU oracle, or the naive GPU oracle (long captures)", "cpu")
+      .option("splits", "N", "force the kernel's split count (0: the kernel picks; default: the recipe's splits=)")
       .flag("verbose", "print each case's shape and the full figures of every comparison, passing or not")
       .example("vattn replay fixtures/*.h5", "replay the committed fixtures")
       .example("vattn replay capture.h5 --case step000120_layer07 --json report.json", "one case, with a JSON report")
@@ -255,8 +276,30 @@ int cmd_replay(int argc, char** argv) {
   }
 
   ProducerOptions file_opts, recipe_opts;
-  recipe_opts.bf16_reference = true;
-  Replayer replayer(a.has("verbose"), make_live_producers(file_opts), make_live_producers(recipe_opts));
+  int splits_override = -1;
+  try {
+    file_opts.kernel = a.get("kernel", "split-v1");
+    file_opts.oracle = a.get("oracle", "cpu");
+    if (file_opts.oracle != "cpu" && file_opts.oracle != "gpu") throw UsageError("--oracle: expected cpu or gpu");
+    if (a.has("splits")) splits_override = static_cast<int>(a.get_int("splits", 0, 0, 256));
+    if (file_opts.oracle == "gpu" && cuda_device_count() == 0)
+      throw UsageError("--oracle gpu needs a CUDA device, and none is visible");
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "vattn replay: %s\n(see vattn replay --help)\n", e.what());
+    return kExitBadInput;
+  }
+  recipe_opts = file_opts;
+  recipe_opts.bf16_reference = file_opts.oracle == "cpu";
+  std::vector<std::unique_ptr<LiveProducer>> file_live, recipe_live;
+  try {
+    file_live = make_live_producers(file_opts);
+    recipe_live = make_live_producers(recipe_opts);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "vattn replay: %s\n", e.what());
+    return kExitBadInput;
+  }
+  Replayer replayer(a.has("verbose"), file_opts.oracle == "gpu", splits_override, std::move(file_live),
+                    std::move(recipe_live));
   replayer.announce_unavailable();
   replayer.print_table_header();
 

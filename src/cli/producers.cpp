@@ -2,6 +2,7 @@
 
 #include "bf16.h"
 #include "cuda_check.h"
+#include "kernel_runner.h"
 
 namespace vattn::cli {
 
@@ -20,18 +21,28 @@ class Bf16ReferenceProducer : public LiveProducer {
   }
 };
 
-// The GPU kernel's slot. It reports why it cannot run; the GPU build replaces it with a
-// producer that runs the revision chosen by ProducerOptions::kernel.
-class KernelSlot : public LiveProducer {
+// A kernel revision (built in, or a library) on the GPU: outputs and workspace poisoned
+// first, guard bands and the device error word checked after; any of those is a failed run.
+class KernelProducer : public LiveProducer {
  public:
-  std::string name() const override { return "kernel"; }
-  std::string unavailable_reason() const override {
-    if (cuda_device_count() == 0) return "no CUDA device";
-    return "no kernel producer is registered in this build (src/cli/producers.cpp)";
+  explicit KernelProducer(const std::string& spec) : spec_(spec), has_gpu_(cuda_device_count() > 0) {
+    if (has_gpu_) rev_ = load_revision(spec);  // an unknown name or bad library is a usage error
   }
-  void run(const ReplayContext&, std::vector<float>&, std::vector<float>&) override {
-    throw std::logic_error("kernel slot has no producer to run");
+  std::string name() const override { return "kernel:" + (has_gpu_ ? rev_.name() : spec_); }
+  std::string unavailable_reason() const override { return has_gpu_ ? "" : "no CUDA device"; }
+  void run(const ReplayContext& ctx, std::vector<float>& out, std::vector<float>& lse) override {
+    DeviceCase dc(ctx.c);
+    KernelRunner runner(rev_, limits_for(ctx.c, ctx.forced_splits > 16 ? ctx.forced_splits : 16));
+    RunResult r = runner.run(dc, ctx.forced_splits);
+    if (!r.ok()) throw std::runtime_error(r.problem(rev_.api));
+    out = std::move(r.out);
+    lse = std::move(r.lse);
   }
+
+ private:
+  std::string spec_;
+  bool has_gpu_;
+  Revision rev_;
 };
 
 }  // namespace
@@ -39,7 +50,7 @@ class KernelSlot : public LiveProducer {
 std::vector<std::unique_ptr<LiveProducer>> make_live_producers(const ProducerOptions& options) {
   std::vector<std::unique_ptr<LiveProducer>> list;
   if (options.bf16_reference) list.push_back(std::make_unique<Bf16ReferenceProducer>());
-  list.push_back(std::make_unique<KernelSlot>());
+  list.push_back(std::make_unique<KernelProducer>(options.kernel.empty() ? "split-v1" : options.kernel));
   return list;
 }
 

@@ -1,0 +1,105 @@
+// The CUDA-graph checks (src/gpu/graph_check.h): they pass on the in-tree revision, built in
+// and as a library, and they catch each deliberately graph-unsafe variant by the check that
+// names its fault (variants built with -DVATTN_BUILD_PLANTED=ON).
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "gpu_testbed.h"
+#include "graph_check.h"
+
+using namespace vattn;
+
+namespace {
+
+std::filesystem::path revisions_dir() {
+  const char* env = std::getenv("VATTN_BINARY_DIR");
+  return std::filesystem::path(env && *env ? env : VATTN_BINARY_DIR) / "revisions";
+}
+
+std::string report(const std::vector<CheckResult>& results) {
+  std::ostringstream os;
+  for (const auto& r : results) os << (r.pass ? "PASS " : "FAIL ") << r.name << ": " << r.detail << "\n";
+  return os.str();
+}
+
+const CheckResult* find(const std::vector<CheckResult>& results, const std::string& name) {
+  for (const auto& r : results)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+void require_all_pass(const Revision& rev) {
+  const std::vector<CheckResult> results = run_graph_checks(rev, GraphCheckOptions{});
+  INFO("revision " << rev.name() << " (" << rev.origin << ")\n" << report(results));
+  REQUIRE(results.size() == 8);
+  for (const auto& r : results) {
+    INFO(r.name << ": " << r.detail);
+    CHECK(r.pass);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("graph checks pass on the revision under test", "[gpu][graph]") {
+  require_all_pass(load_revision(test::revision_under_test()));
+}
+
+TEST_CASE("graph checks pass on the split-v1 revision library", "[gpu][graph]") {
+  const std::filesystem::path lib = revisions_dir() / "libvattn_rev_split_v1.so";
+  INFO("expected " << lib.string() << " (target vattn_rev_split_v1; set VATTN_BINARY_DIR to the build directory)");
+  REQUIRE(std::filesystem::exists(lib));
+  const Revision rev = load_revision(lib.string());
+  REQUIRE(rev.name() == "split-v1");
+  require_all_pass(rev);
+}
+
+TEST_CASE("graph checks catch graph-unsafe revisions", "[gpu][graph][planted]") {
+  struct Variant {
+    const char* name;                    // library vattn_rev_<name>, revision <name> with '-'
+    std::vector<std::string> caught_by;  // at least one of these checks must fail
+  };
+  const Variant variants[] = {
+      {"unsafe_alloc", {"capture", "memory"}},
+      {"unsafe_sync", {"capture", "non-blocking"}},
+      {"unsafe_d2h", {"non-blocking", "replay"}},
+      {"unsafe_host_grid", {"replay"}},
+  };
+  GraphCheckOptions opt;
+  opt.replays = 12;  // replay 0 already has every prefix at the slot's largest
+  opt.two_graph_rounds = 2;
+  int tried = 0;
+  for (const Variant& v : variants) {
+    const std::filesystem::path lib = revisions_dir() / ("libvattn_rev_" + std::string(v.name) + ".so");
+    if (!std::filesystem::exists(lib)) {
+      WARN("graph-unsafe variant not built, nothing checked for it: " << lib.string()
+                                                                      << " (configure with -DVATTN_BUILD_PLANTED=ON)");
+      continue;
+    }
+    ++tried;
+    const Revision rev = load_revision(lib.string());
+    std::string expected_name = v.name;
+    for (char& ch : expected_name)
+      if (ch == '_') ch = '-';
+    REQUIRE(rev.name() == expected_name);
+    const std::vector<CheckResult> results = run_graph_checks(rev, opt);
+    INFO("revision " << rev.name() << " (" << lib.string() << ")\n" << report(results));
+    REQUIRE(results.size() == 8);
+    int failed = 0;
+    for (const auto& r : results) failed += r.pass ? 0 : 1;
+    CHECK(failed >= 1);
+    bool caught = false;
+    std::string expected;
+    for (const auto& name : v.caught_by) {
+      const CheckResult* r = find(results, name);
+      REQUIRE(r != nullptr);
+      caught = caught || !r->pass;
+      expected += (expected.empty() ? "" : " or ") + name;
+    }
+    INFO("expected a failure of " << expected);
+    CHECK(caught);
+  }
+  if (tried == 0) WARN("no graph-unsafe variant library found in " << revisions_dir().string());
+}
