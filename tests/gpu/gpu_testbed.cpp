@@ -35,8 +35,16 @@ std::vector<KernelVerdict> run_and_compare(const Case& c, const std::vector<int>
     v.run = runner.run(dc, s);
     const std::string label = "kernel:" + rev.name() + " splits=" + std::to_string(s) + " vs " + against;
     v.report = compare(c, ref, yardstick, v.run.out, v.run.lse, label, tol);
-    if (!v.report.pass || !v.run.ok())
-      v.repro_path = write_repro(c, against, v.run.out, v.run.lse, "kernel:" + rev.name());
+    if (!v.report.pass || !v.run.ok()) {
+      Case with_splits = c;  // the repro's recipe carries the split count that failed
+      try {
+        Recipe r = Recipe::parse(c.recipe);
+        r.splits = s;
+        with_splits.recipe = r.to_line();
+      } catch (const std::exception&) {
+      }
+      v.repro_path = write_repro(with_splits, against, v.run.out, v.run.lse, "kernel:" + rev.name());
+    }
     all.push_back(std::move(v));
   }
   return all;

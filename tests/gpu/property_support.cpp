@@ -1,0 +1,269 @@
+#include "property_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "bf16.h"
+#include "tolerance.h"
+
+namespace vattn::test {
+
+GenBudget gpu_budget(const std::string& default_name) {
+  GenBudget b = GenBudget::from_lookup([&](const char* name) -> const char* {
+    if (std::string(name) == "VATTN_FUZZ_BUDGET") {
+      const char* v = std::getenv(name);
+      return v && *v ? v : default_name.c_str();
+    }
+    return std::getenv(name);
+  });
+  b.max_total_kv = std::min<int64_t>(b.max_total_kv, 300000);
+  b.max_total_drafts = std::min<int64_t>(b.max_total_drafts, 1100);
+  b.max_splits = std::min(b.max_splits, 64);
+  return b;
+}
+
+RunResult run_once(const Case& c, int splits, int max_splits) {
+  DeviceCase dc(c);
+  (void)max_splits;  // the plan limit is what this run needs: keeps large cases' workspace small
+  KernelRunner runner(load_revision(revision_under_test()), limits_for(c, std::max(splits, 8)));
+  return runner.run(dc, splits);
+}
+
+void note_failure(const KernelVerdict& v, const Case& c, const std::string& tag) {
+  if (v.report.pass && v.run.ok()) return;
+  std::fprintf(stderr, "[%s] FAIL %s\n  %s\n  %s\n  repro: %s\n", tag.c_str(), c.recipe.c_str(),
+               v.report.summary_line().c_str(), v.run.problem(nullptr).c_str(), v.repro_path.c_str());
+}
+
+namespace {
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+std::string row_name(const Case& c, int64_t flat_row) {
+  const int64_t q = flat_row / c.num_heads;
+  int b = 0;
+  while (b + 1 < c.num_requests() && c.qo_indptr[static_cast<size_t>(b) + 1] <= q) ++b;
+  std::ostringstream os;
+  os << "request " << b << " draft " << (q - c.qo_indptr[static_cast<size_t>(b)]) << " head " << flat_row % c.num_heads;
+  return os.str();
+}
+
+// Compares rows [a_row0, a_row0 + rows) of a with [b_row0, ...) of b, with an optional row stride map.
+std::string compare_rows(const Case& c, const RunResult& a, const RunResult& b,
+                         const std::function<int64_t(int64_t)>& a_row_of, int64_t rows) {
+  const int64_t dv = c.d_v;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t ar = a_row_of(r);
+    if (!same_bits(a.lse[static_cast<size_t>(ar)], b.lse[static_cast<size_t>(r)])) {
+      std::ostringstream os;
+      os.precision(9);
+      os << row_name(c, ar) << ": lse " << a.lse[static_cast<size_t>(ar)] << " vs " << b.lse[static_cast<size_t>(r)];
+      return os.str();
+    }
+    for (int64_t d = 0; d < dv; ++d) {
+      const float x = a.out[static_cast<size_t>(ar * dv + d)], y = b.out[static_cast<size_t>(r * dv + d)];
+      if (!same_bits(x, y)) {
+        std::ostringstream os;
+        os.precision(9);
+        os << row_name(c, ar) << " column " << d << ": " << x << " vs " << y;
+        return os.str();
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string bitwise_difference(const Case& c, const RunResult& a, const RunResult& b) {
+  if (a.out.size() != b.out.size() || a.lse.size() != b.lse.size()) return "output sizes differ";
+  return compare_rows(c, a, b, [](int64_t r) { return r; }, static_cast<int64_t>(a.lse.size()));
+}
+
+std::string request_difference(const Case& c, const RunResult& all, int request, const RunResult& alone) {
+  const int64_t first = static_cast<int64_t>(c.qo_indptr[static_cast<size_t>(request)]) * c.num_heads;
+  return compare_rows(c, all, alone, [first](int64_t r) { return first + r; }, static_cast<int64_t>(alone.lse.size()));
+}
+
+std::string head_difference(const Case& c, const RunResult& all, int head, const RunResult& alone) {
+  const int64_t H = c.num_heads;
+  return compare_rows(c, all, alone, [H, head](int64_t r) { return r * H + head; },
+                      static_cast<int64_t>(alone.lse.size()));
+}
+
+std::string split_disagreement(const Case& c, const Reference& naive, const RunResult& x, const RunResult& y) {
+  Reference around_y = naive;  // bound scales (abs_pv, lse_scale) from the oracle, centre at y
+  around_y.out.assign(y.out.begin(), y.out.end());
+  around_y.lse.assign(y.lse.begin(), y.lse.end());
+  Tolerance tol;
+  tol.c_pv *= 2;
+  tol.c_out *= 2;
+  tol.lse_c *= 2;
+  tol.max_score *= 2;
+  tol.max_ratio = 1e30;  // two kernel runs: there is no bf16-emulating yardstick here
+  const CompareReport rep = compare(c, around_y, around_y, x.out, x.lse, "x vs y", tol);
+  return rep.pass ? "" : rep.detail();
+}
+
+Case permute_slots(const Case& c, uint64_t seed) {
+  Case m = c;
+  const int64_t n = c.n_rows(), grown = n + 7;
+  std::vector<int64_t> where(static_cast<size_t>(grown));
+  std::iota(where.begin(), where.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(where.begin(), where.end(), rng);
+  const size_t d = static_cast<size_t>(c.d_qk);
+  m.kv_pool.assign(static_cast<size_t>(grown) * d, float_to_bf16(0.25f));
+  for (int64_t r = 0; r < n; ++r)
+    std::copy_n(c.kv_pool.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * d), d,
+                m.kv_pool.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(where[static_cast<size_t>(r)]) * d));
+  for (auto& i : m.kv_indices) i = static_cast<int32_t>(where[static_cast<size_t>(i)]);
+  if (!m.kv_slot_ids.empty()) {
+    m.kv_slot_ids.assign(static_cast<size_t>(grown), 0);
+    for (int64_t r = 0; r < grown; ++r) m.kv_slot_ids[static_cast<size_t>(r)] = r;
+  }
+  m.outputs.clear();
+  return m;
+}
+
+Case poison_outside_key_sets(const Case& c, uint64_t seed) {
+  Case m = c;
+  const size_t d = static_cast<size_t>(c.d_qk);
+  const uint16_t poison[3] = {kBf16QuietNaN, kBf16PosInf, kBf16NegInf};
+  std::vector<char> used(static_cast<size_t>(c.n_rows()), 0);
+  for (int32_t i : c.kv_indices) used[static_cast<size_t>(i)] = 1;
+  for (size_t r = 0; r < used.size(); ++r)
+    if (!used[r])
+      for (size_t k = 0; k < d; ++k) m.kv_pool[r * d + k] = poison[(seed + r + k) % 3];
+  for (int extra = 0; extra < 5; ++extra)
+    for (size_t k = 0; k < d; ++k) m.kv_pool.push_back(poison[(seed + extra + k) % 3]);
+  if (!m.kv_slot_ids.empty())
+    for (int extra = 0; extra < 5; ++extra) m.kv_slot_ids.push_back(static_cast<int64_t>(m.kv_slot_ids.size()) + 1000000);
+  for (int b = 0; b < c.num_requests(); ++b) {
+    const int t = c.drafts(b);
+    for (int j = 0; j < t; ++j) {
+      bool seen = false;
+      for (int i = 0; i < t && !seen; ++i) seen = c.visible(b, i, j);
+      if (seen) continue;
+      const size_t row = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + j);
+      for (size_t k = 0; k < d; ++k) m.kv_draft[row * d + k] = poison[(seed + row + k) % 3];
+    }
+  }
+  m.outputs.clear();
+  return m;
+}
+
+Case extract_request(const Case& c, int b) {
+  Case m = c;
+  const size_t d = static_cast<size_t>(c.d_qk), H = static_cast<size_t>(c.num_heads);
+  const size_t q0 = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]), t = static_cast<size_t>(c.drafts(b));
+  const size_t k0 = static_cast<size_t>(c.kv_indptr[static_cast<size_t>(b)]), p = static_cast<size_t>(c.prefix_len(b));
+  m.q.assign(c.q.begin() + static_cast<std::ptrdiff_t>(q0 * H * d), c.q.begin() + static_cast<std::ptrdiff_t>((q0 + t) * H * d));
+  m.kv_draft.assign(c.kv_draft.begin() + static_cast<std::ptrdiff_t>(q0 * d),
+                    c.kv_draft.begin() + static_cast<std::ptrdiff_t>((q0 + t) * d));
+  m.kv_indices.assign(c.kv_indices.begin() + static_cast<std::ptrdiff_t>(k0),
+                      c.kv_indices.begin() + static_cast<std::ptrdiff_t>(k0 + p));
+  m.kv_indptr = {0, static_cast<int32_t>(p)};
+  m.qo_indptr = {0, static_cast<int32_t>(t)};
+  const size_t m0 = static_cast<size_t>(c.draft_mask_indptr[static_cast<size_t>(b)]);
+  m.draft_mask.assign(c.draft_mask.begin() + static_cast<std::ptrdiff_t>(m0),
+                      c.draft_mask.begin() + static_cast<std::ptrdiff_t>(m0 + t * t));
+  m.draft_mask_indptr = {0, static_cast<int64_t>(t * t)};
+  if (!c.draft_parent.empty())
+    m.draft_parent.assign(c.draft_parent.begin() + static_cast<std::ptrdiff_t>(q0),
+                          c.draft_parent.begin() + static_cast<std::ptrdiff_t>(q0 + t));
+  m.outputs.clear();
+  return m;
+}
+
+Case extract_head(const Case& c, int head) {
+  Case m = c;
+  const size_t d = static_cast<size_t>(c.d_qk), H = static_cast<size_t>(c.num_heads);
+  m.num_heads = 1;
+  m.q.resize(static_cast<size_t>(c.n_q()) * d);
+  for (size_t r = 0; r < static_cast<size_t>(c.n_q()); ++r)
+    std::copy_n(c.q.begin() + static_cast<std::ptrdiff_t>((r * H + static_cast<size_t>(head)) * d), d,
+                m.q.begin() + static_cast<std::ptrdiff_t>(r * d));
+  m.outputs.clear();
+  return m;
+}
+
+Case chain_as_causal_requests(const Case& c) {
+  Case m = c;
+  const size_t d = static_cast<size_t>(c.d_qk);
+  m.kv_indices.clear();
+  m.kv_indptr = {0};
+  m.qo_indptr = {0};
+  m.draft_mask = {};
+  m.draft_mask_indptr = {0};
+  m.draft_parent.clear();
+  m.kv_slot_ids.clear();
+  for (int b = 0; b < c.num_requests(); ++b) {
+    const int t = c.drafts(b);
+    const size_t q0 = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]);
+    // Earlier drafts of this request become pool rows, appended once.
+    const int32_t first_new = static_cast<int32_t>(m.kv_pool.size() / d);
+    m.kv_pool.insert(m.kv_pool.end(), c.kv_draft.begin() + static_cast<std::ptrdiff_t>(q0 * d),
+                     c.kv_draft.begin() + static_cast<std::ptrdiff_t>((q0 + static_cast<size_t>(t)) * d));
+    for (int i = 0; i < t; ++i) {
+      for (int k = c.kv_indptr[static_cast<size_t>(b)]; k < c.kv_indptr[static_cast<size_t>(b) + 1]; ++k)
+        m.kv_indices.push_back(c.kv_indices[static_cast<size_t>(k)]);
+      for (int j = 0; j < i; ++j) m.kv_indices.push_back(first_new + j);
+      m.kv_indptr.push_back(static_cast<int32_t>(m.kv_indices.size()));
+      m.qo_indptr.push_back(m.qo_indptr.back() + 1);
+      m.draft_mask.push_back(1);
+      m.draft_mask_indptr.push_back(static_cast<int64_t>(m.draft_mask.size()));
+    }
+  }
+  m.outputs.clear();
+  return m;
+}
+
+std::string lse_inconsistency(const Case& c, const RunResult& x) {
+  const size_t d = static_cast<size_t>(c.d_qk), H = static_cast<size_t>(c.num_heads);
+  for (int b = 0; b < c.num_requests(); ++b) {
+    const int t = c.drafts(b), p = c.prefix_len(b);
+    for (int i = 0; i < t; ++i) {
+      const size_t qrow = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + i);
+      for (size_t h = 0; h < H; ++h) {
+        const double lse = x.lse[qrow * H + h];
+        if (!std::isfinite(lse)) continue;
+        const uint16_t* q = &c.q[(qrow * H + h) * d];
+        double sum = 0, scale = 0;
+        auto add = [&](const uint16_t* k) {
+          double s = 0, a = 0;
+          for (size_t e = 0; e < d; ++e) {
+            const double prod = static_cast<double>(bf16_to_float(q[e])) * bf16_to_float(k[e]);
+            s += prod;
+            a += std::abs(prod);
+          }
+          sum += std::exp(c.sm_scale * s - lse);
+          scale = std::max(scale, c.sm_scale * a);
+        };
+        for (int k = 0; k < p; ++k)
+          add(&c.kv_pool[static_cast<size_t>(c.kv_indices[static_cast<size_t>(c.kv_indptr[static_cast<size_t>(b)] + k)]) * d]);
+        for (int j = 0; j < t; ++j)
+          if (c.visible(b, i, j)) add(&c.kv_draft[(static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(j)) * d]);
+        // fp32 logits (products exact, sums of d terms) and an fp32 row sum: a few 1e-7 of
+        // the logit scale and of |lse|, with margin.
+        const double tol = 8 * 6e-8 * (std::sqrt(static_cast<double>(d)) * scale + std::abs(lse)) + 2e-6;
+        if (std::abs(sum - 1) > tol) {
+          std::ostringstream os;
+          os.precision(9);
+          os << "request " << b << " draft " << i << " head " << h << ": sum_k exp(s_k - lse) = " << sum
+             << " (tolerance " << tol << ", lse " << lse << ")";
+          return os.str();
+        }
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace vattn::test

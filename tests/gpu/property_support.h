@@ -1,0 +1,47 @@
+// Metamorphic transforms and bitwise/tolerance comparisons used by the GPU properties.
+// Each transform builds a new valid Case from a generated one; the property states how the
+// kernel's output must relate.
+#pragma once
+
+#include <string>
+
+#include "case.h"
+#include "cpu_oracle.h"
+#include "gen_recipe.h"
+#include "gpu_testbed.h"
+
+namespace vattn::test {
+
+// VATTN_FUZZ_BUDGET when set, else the named preset; sizes clamped so one case's inputs and
+// split workspace stay a few GB on the device and generate in about a second on the host.
+GenBudget gpu_budget(const std::string& default_name);
+
+// Poisoned, forced-split run of the revision under test on its own exactly-fitting limits.
+RunResult run_once(const Case& c, int splits, int max_splits);
+
+// Prints the case line and the repro path of a failing verdict (the testbed wrote it).
+void note_failure(const KernelVerdict& v, const Case& c, const std::string& tag);
+
+// "" when out and lse agree bit for bit, else the first difference, located.
+std::string bitwise_difference(const Case& c, const RunResult& a, const RunResult& b);
+std::string request_difference(const Case& c, const RunResult& all, int request, const RunResult& alone);
+std::string head_difference(const Case& c, const RunResult& all, int head, const RunResult& alone);
+
+// x and y (two correct runs) within twice the tolerance model's bound around the naive oracle.
+std::string split_disagreement(const Case& c, const Reference& naive, const RunResult& x, const RunResult& y);
+
+// Every pool row moved to a new slot (pool grown by a few rows), indices updated.
+Case permute_slots(const Case& c, uint64_t seed);
+// NaN/Inf in every pool row no request references (plus extra such rows) and in the KV of
+// draft nodes no row may see.
+Case poison_outside_key_sets(const Case& c, uint64_t seed);
+Case extract_request(const Case& c, int request);
+Case extract_head(const Case& c, int head);
+// A chain request of T drafts as T single-draft requests: draft i's earlier drafts become
+// prefix rows (appended to the pool), so causal attention is asked for directly.
+Case chain_as_causal_requests(const Case& c);
+
+// "" when sum_k exp(s_k - lse) is 1 within the LSE tolerance on every non-empty row.
+std::string lse_inconsistency(const Case& c, const RunResult& x);
+
+}  // namespace vattn::test
