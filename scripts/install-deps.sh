@@ -3,7 +3,7 @@
 # Catch2 v2, RapidCheck, Eigen, HDF5 (C/C++), and h5py+numpy for the independent Python
 # checks. The CUDA toolkit (nvcc) is expected at /usr/local/cuda. Quick when all is there.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ catch2 librapidcheck-dev libeigen3-dev libhdf5-dev python3-pip)
+pkgs=(cmake ninja-build g++ catch2 librapidcheck-dev libeigen3-dev libhdf5-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -11,6 +11,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if ! python3 -m pip --version >/dev/null 2>&1; then
+  apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
 fi
 if ! python3 -c 'import h5py, numpy' 2>/dev/null; then
   echo "install-deps: installing h5py and numpy for python3"

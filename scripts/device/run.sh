@@ -16,6 +16,7 @@ find "$stage" \( -name 'CTestTestfile.cmake' -o -name '*_tests*.cmake' -o -name 
 echo "$stage" > "$stage/ORIGINAL_BUILD_DIR"
 echo "$root" > "$stage/ORIGINAL_SOURCE_DIR"
 export VATTN_SOURCE_DIR="$root"
+export VATTN_BINARY_DIR="$stage"
 export VATTN_FINDINGS_DIR="${OUT:-$root}/findings"
 log="${OUT:-/tmp}"
 sanitize=0
