@@ -33,9 +33,25 @@ __device__ __forceinline__ bool mask_bit(const vattn_args& a, int64_t mask_base,
   return (w >> (j & 31)) & 1u;
 }
 
+// Rows of a work item's tile, as draft indices: [first, last]. A draft key no row of the tile
+// may see is never loaded (zeros), so whatever its KV holds (a padded node's NaN, say) can
+// neither reach P.V nor change which path the tile takes.
+struct TileDrafts {
+  int first, last;
+  int64_t mask_base;
+  int words_per_row;
+};
+
+__device__ __forceinline__ bool tile_sees_draft(const vattn_args& a, const TileDrafts& td, int j) {
+  for (int i = td.first; i <= td.last; ++i)
+    if (mask_bit(a, td.mask_base, td.words_per_row, i, j)) return true;
+  return false;
+}
+
 // Source row of request-relative key k of a split ending at kend; null = not read (zeros).
 __device__ __forceinline__ const uint16_t* key_source(const SplitParams& p, const RequestPlan& r, int kv_base,
-                                                      int qo_base, int k, int kend, bool& bad_index) {
+                                                      int qo_base, int k, int kend, const TileDrafts& td,
+                                                      bool& bad_index) {
   const vattn_args& a = p.a;
 #ifdef VATTN_PLANT_DROP_LAST_KEY
   // Planted bug: the last key of every split is never loaded.
@@ -50,6 +66,7 @@ __device__ __forceinline__ const uint16_t* key_source(const SplitParams& p, cons
     }
     return a.kv_pool + static_cast<int64_t>(slot) * kDqk;
   }
+  if (!tile_sees_draft(a, td, k - r.prefix)) return nullptr;
   return a.kv_draft + (static_cast<int64_t>(qo_base) + (k - r.prefix)) * kDqk;
 }
 
@@ -90,6 +107,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
     const int64_t row0 = static_cast<int64_t>(qo_base) * H + static_cast<int64_t>(rt) * kRowsPerTile;
     const int64_t mask_base = a.mask_word_indptr[b];
     const int words_per_row = (r.drafts + 31) >> 5;
+    const TileDrafts td{rt * kRowsPerTile / H, (min(rows_b, (rt + 1) * kRowsPerTile) - 1) / H, mask_base, words_per_row};
 
     RowInfo ri[2];
     for (int h = 0; h < 2; ++h) {
@@ -122,7 +140,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
     bool bad = false;
     if (warp == 0) {
       for (int j = 0; j < 2 && j < ntiles; ++j)
-        s_src[j][lane] = key_source(p, r, kv_base, qo_base, kbeg + j * kKeysPerTile + lane, kend, bad);
+        s_src[j][lane] = key_source(p, r, kv_base, qo_base, kbeg + j * kKeysPerTile + lane, kend, td, bad);
     }
     __syncthreads();
 
@@ -146,7 +164,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
         cp_async_wait<0>();
       }
       if (warp == 0 && it + 2 < ntiles)  // resolved now, stored after compute: latency hidden
-        next_src = key_source(p, r, kv_base, qo_base, kbeg + (it + 2) * kKeysPerTile + lane, kend, bad);
+        next_src = key_source(p, r, kv_base, qo_base, kbeg + (it + 2) * kKeysPerTile + lane, kend, td, bad);
       __syncthreads();
       const uint16_t* kv = s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
       const int tile_k0 = kbeg + it * kKeysPerTile;
@@ -171,8 +189,9 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
       for (int n = 0; n < 4; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) my_x[(n * 4 + e) * 32 + lane] = acc[n][e];
-      // V may hold NaN/Inf only in draft rows (prefix rows are visible to every row, and keys
-      // past the split are zero-filled); a masked draft's NaN must not reach P.V as 0 * NaN.
+      // V may hold NaN/Inf only in draft rows some row of the tile sees (prefix rows are
+      // visible to every row; keys past the split and drafts no row sees are zero-filled).
+      // A draft seen by row i but masked for row i' must not reach i' as 0 * NaN in P.V.
       bool v_nonfinite = false;
       if (has_drafts) {
         for (int c = threadIdx.x; c < kKeysPerTile * (kDv / 8); c += kThreads) {

@@ -1,6 +1,6 @@
 // The tolerance model (shared/spec/correctness.md). Each failed check adds one reason that starts
 // with a fixed key, so tools and tests can tell which check fired:
-//   out_bound:  some |o - o64| > c_pv*u*abs_pv + c_out*u*|o64| + tiny
+//   out_bound:  some |o - o64| > c_pv*u*abs_pv + c_out*u*|o64| + tiny*max(abs_pv)
 //   nonfinite:  NaN/Inf positions differ from the oracle's (out, lse)
 //   lse_bound:  some |lse - lse64| over the bound derived below
 //   score:      global agreement score over max_score
@@ -131,6 +131,13 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
     }
   }
 
+  // The floor scales with the case's magnitudes (largest sum_k p_k |v_k|), so values near
+  // 1e-30 are held to the same relative standard as values near 1.
+  double pv_scale = 0;
+  for (size_t i = 0; i < n_out; ++i)
+    if (std::isfinite(ref64.abs_pv[i])) pv_scale = std::max(pv_scale, ref64.abs_pv[i]);
+  const double floor = tol.tiny * pv_scale + std::numeric_limits<float>::denorm_min();
+
   // out: per-element bound, non-finite positions, score and RMS sums.
   double sum_xy = 0, sum_sq = 0, sum_ref_sq = 0, sum_err_sq = 0, sum_err_sq_bf16 = 0;
   int64_t n_both = 0, n_both_bf16 = 0;
@@ -143,7 +150,7 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
     }
     if (!std::isfinite(y)) continue;
     const double err = std::fabs(x - y);
-    const double bound = tol.c_pv * tol.unit * ref64.abs_pv[i] + tol.c_out * tol.unit * std::fabs(y) + tol.tiny;
+    const double bound = tol.c_pv * tol.unit * ref64.abs_pv[i] + tol.c_out * tol.unit * std::fabs(y) + floor;
     const double ratio = over(err, bound);
     r.max_abs_err = std::max(r.max_abs_err, err);
     if (ratio > 1.0) ++r.elements_over_bound;
