@@ -48,18 +48,22 @@ __device__ __forceinline__ bool tile_sees_draft(const vattn_args& a, const TileD
   return false;
 }
 
+// The pool slot of request-relative key k, loaded without acting on it: the load stays in
+// flight while the block computes, and resolve_key() consumes it a tile later.
+__device__ __forceinline__ int32_t prefetch_slot(const vattn_args& a, const RequestPlan& r, int kv_base, int k,
+                                                 int kend) {
+  return (k < kend && k < r.prefix) ? __ldg(a.kv_indices + kv_base + k) : -1;
+}
+
 // Source row of request-relative key k of a split ending at kend; null = not read (zeros).
-__device__ __forceinline__ const uint16_t* key_source(const SplitParams& p, const RequestPlan& r, int kv_base,
-                                                      int qo_base, int k, int kend, const TileDrafts& td,
-                                                      bool& bad_index) {
-  const vattn_args& a = p.a;
+__device__ __forceinline__ const uint16_t* resolve_key(const vattn_args& a, const RequestPlan& r, int qo_base, int k,
+                                                       int kend, int32_t slot, const TileDrafts& td, bool& bad_index) {
 #ifdef VATTN_PLANT_DROP_LAST_KEY
   // Planted bug: the last key of every split is never loaded.
   if (k == kend - 1) return nullptr;
 #endif
   if (k >= kend) return nullptr;
   if (k < r.prefix) {
-    const int32_t slot = a.kv_indices[kv_base + k];
     if (slot < 0 || slot >= a.n_slots) {
       bad_index = true;
       return nullptr;
@@ -139,8 +143,10 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
     if (threadIdx.x == 0) s_bad = 0;
     bool bad = false;
     if (warp == 0) {
-      for (int j = 0; j < 2 && j < ntiles; ++j)
-        s_src[j][lane] = key_source(p, r, kv_base, qo_base, kbeg + j * kKeysPerTile + lane, kend, td, bad);
+      for (int j = 0; j < 2 && j < ntiles; ++j) {
+        const int k = kbeg + j * kKeysPerTile + lane;
+        s_src[j][lane] = resolve_key(a, r, qo_base, k, kend, prefetch_slot(a, r, kv_base, k, kend), td, bad);
+      }
     }
     __syncthreads();
 
@@ -156,15 +162,15 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
     if (ntiles > 0) issue_tile(0);
 
     for (int it = 0; it < ntiles; ++it) {
-      const uint16_t* next_src = nullptr;
+      const int next_k = kbeg + (it + 2) * kKeysPerTile + lane;
+      // Loaded now, used after this tile's math: the index fetch never stalls the block.
+      const int32_t next_slot = (warp == 0 && it + 2 < ntiles) ? prefetch_slot(a, r, kv_base, next_k, kend) : -1;
       if (it + 1 < ntiles) {
         issue_tile(it + 1);
         cp_async_wait<1>();
       } else {
         cp_async_wait<0>();
       }
-      if (warp == 0 && it + 2 < ntiles)  // resolved now, stored after compute: latency hidden
-        next_src = key_source(p, r, kv_base, qo_base, kbeg + (it + 2) * kKeysPerTile + lane, kend, td, bad);
       __syncthreads();
       const uint16_t* kv = s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
       const int tile_k0 = kbeg + it * kKeysPerTile;
@@ -299,7 +305,8 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
           }
         }
       }
-      if (warp == 0 && it + 2 < ntiles) s_src[(it + 2) % 3][lane] = next_src;
+      if (warp == 0 && it + 2 < ntiles)
+        s_src[(it + 2) % 3][lane] = resolve_key(a, r, qo_base, next_k, kend, next_slot, td, bad);
       __syncthreads();  // stage and exchange buffers are free for the next tile
     }
 

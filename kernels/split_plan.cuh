@@ -55,12 +55,11 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
 #endif
   const int H = a.num_heads;
 
-  // Balance: cut the total (row tiles x keys) into about target_items equal pieces.
+  // Balance: each request gets splits in proportion to its keys so that all work items
+  // together fill the GPU once (rounded down: a second, mostly idle wave costs a whole pass).
   int64_t key_work = 0;
   for (int b = 0; b < B; ++b) key_work += static_cast<int64_t>(ceil_div(s_drafts[b] * H, kRowsPerTile)) *
                                           (s_prefix[b] + s_drafts[b]);
-  int64_t piece = (key_work + p.target_items - 1) / p.target_items;
-  if (piece < kMinKeysPerSplit) piece = kMinKeysPerSplit;
 
   int work = 0, partial = 0, reduce = 0;
   for (int b = 0; b < B; ++b) {
@@ -69,7 +68,12 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
     r.drafts = s_drafts[b];
     r.row_tiles = ceil_div(r.drafts * H, kRowsPerTile);
     const int keys = r.prefix + r.drafts;
-    int s = forced > 0 ? forced : static_cast<int>((keys + piece - 1) / piece);
+    int s = forced;
+    if (forced == 0) {
+      const int64_t by_share = static_cast<int64_t>(p.target_items) * keys / (key_work > 0 ? key_work : 1);
+      const int64_t by_length = keys / kMinKeysPerSplit;  // splits shorter than this cost more than they give
+      s = static_cast<int>(by_share < by_length ? by_share : by_length);
+    }
     if (s < 1) s = 1;
     if (s > p.max_splits) s = p.max_splits;
     r.splits = s;

@@ -23,61 +23,68 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
       a.lse[i] = NAN;
     return;
   }
-  const int total = p.header->total_reduce;
+  // One warp per output row: 8 rows per block, 4 blocks per row tile. The split loop is a
+  // chain of L2 round trips, so lanes first read all splits' LSEs at once, then the partial
+  // rows stream in with several splits in flight.
+  const int total = p.header->total_reduce * (kRowsPerTile / 8);
   const int H = a.num_heads;
   for (int item = blockIdx.x; item < total; item += gridDim.x) {
-    const int b = find_request(a.num_requests, item, [&](int i) { return p.requests[i].reduce_begin; });
+    const int tile_item = item / (kRowsPerTile / 8);
+    const int b = find_request(a.num_requests, tile_item, [&](int i) { return p.requests[i].reduce_begin; });
     const RequestPlan r = p.requests[b];
-    const int rt = item - r.reduce_begin;
-    const int rows_b = r.drafts * H;
+    const int rt = tile_item - r.reduce_begin;
+    const int tr = (item % (kRowsPerTile / 8)) * 8 + warp;  // row within the tile
+    if (rt * kRowsPerTile + tr >= r.drafts * H) continue;
     const int64_t row0 = static_cast<int64_t>(a.qo_indptr[b]) * H + static_cast<int64_t>(rt) * kRowsPerTile;
     const int64_t slot0 = static_cast<int64_t>(r.partial_begin) + static_cast<int64_t>(rt) * r.splits;
-    for (int tr = warp; tr < kRowsPerTile; tr += kThreads / 32) {
-      if (rt * kRowsPerTile + tr >= rows_b) break;
-      float mx = -INFINITY;
-      bool nan = false;
+
+    float mx = -INFINITY;
+    bool nan = false;
+    for (int s = lane; s < r.splits; s += 32) {
+      const float v = p.partial_lse[(slot0 + s) * kRowsPerTile + tr];
+      nan |= isnan(v);
+      mx = fmaxf(mx, v);  // fmaxf drops NaN, hence the explicit flag
+    }
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    nan = __any_sync(0xffffffffu, nan);
+
+    float acc[16];
+#pragma unroll
+    for (int j = 0; j < 16; ++j) acc[j] = 0.f;
+    float wsum = 0.f;
+    if (mx != -INFINITY) {
+#pragma unroll 4
       for (int s = 0; s < r.splits; ++s) {
-        const float v = p.partial_lse[(slot0 + s) * kRowsPerTile + tr];
-        nan |= isnan(v);
-        mx = fmaxf(mx, v);  // fmaxf drops NaN, hence the explicit flag
-      }
-      float acc[16];
-#pragma unroll
-      for (int j = 0; j < 16; ++j) acc[j] = 0.f;
-      float wsum = 0.f;
-      if (mx != -INFINITY) {
-        for (int s = 0; s < r.splits; ++s) {
-          const float ls = p.partial_lse[(slot0 + s) * kRowsPerTile + tr];
+        const float ls = p.partial_lse[(slot0 + s) * kRowsPerTile + tr];
 #ifdef VATTN_PLANT_LOG2_MERGE
-          const float w = exp2f(ls - mx);  // Planted bug: weights in base 2 although lse is natural.
+        const float w = exp2f(ls - mx);  // Planted bug: weights in base 2 although lse is natural.
 #else
-          const float w = ls == -INFINITY ? 0.f : expf(ls - mx);
+        const float w = ls == -INFINITY ? 0.f : expf(ls - mx);
 #endif
-          if (w == 0.f) continue;  // an empty split holds o = 0, lse = -inf: contributes nothing
-          wsum += w;
-          const float4* src = reinterpret_cast<const float4*>(p.partial_out + ((slot0 + s) * kRowsPerTile + tr) * kDv);
+        // An empty split holds o = 0, lse = -inf: weight 0, and its (finite) zeros add nothing.
+        wsum += w;
+        const float4* src = reinterpret_cast<const float4*>(p.partial_out + ((slot0 + s) * kRowsPerTile + tr) * kDv);
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const float4 v = src[j * 32 + lane];
-            acc[4 * j] += w * v.x;
-            acc[4 * j + 1] += w * v.y;
-            acc[4 * j + 2] += w * v.z;
-            acc[4 * j + 3] += w * v.w;
-          }
+        for (int j = 0; j < 4; ++j) {
+          const float4 v = src[j * 32 + lane];
+          acc[4 * j] += w * v.x;
+          acc[4 * j + 1] += w * v.y;
+          acc[4 * j + 2] += w * v.z;
+          acc[4 * j + 3] += w * v.w;
         }
       }
-      const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
-      float lse = mx == -INFINITY ? -INFINITY : mx + logf(wsum);
-      if (nan) lse = NAN;
-      uint2* dst = reinterpret_cast<uint2*>(a.out + (row0 + tr) * kDv);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float f = nan ? NAN : inv;
-        dst[j * 32 + lane] = make_uint2(pack_bf16x2(acc[4 * j] * f, acc[4 * j + 1] * f),
-                                        pack_bf16x2(acc[4 * j + 2] * f, acc[4 * j + 3] * f));
-      }
-      if (lane == 0) a.lse[row0 + tr] = lse;
     }
+    const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+    float lse = mx == -INFINITY ? -INFINITY : mx + logf(wsum);
+    if (nan) lse = NAN;
+    uint2* dst = reinterpret_cast<uint2*>(a.out + (row0 + tr) * kDv);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float f = nan ? NAN : inv;
+      dst[j * 32 + lane] = make_uint2(pack_bf16x2(acc[4 * j] * f, acc[4 * j + 1] * f),
+                                      pack_bf16x2(acc[4 * j + 2] * f, acc[4 * j + 3] * f));
+    }
+    if (lane == 0) a.lse[row0 + tr] = lse;
   }
 }
 

@@ -12,7 +12,8 @@ for step in $steps; do
   echo "################ $step"
   case $step in
     tests) bash "$root/scripts/device/run.sh" -j 8 --timeout 480 | grep -vE "^ +Start" | tail -40 || rc=1 ;;
-    planted) VATTN_BINARY_DIR="$b" "$b/tests/gpu/vattn_tests_gpu" "[planted]" 2>&1 | grep -E "planted |CAUGHT|graph-check|passed|failed" || rc=1 ;;
+    planted) VATTN_BINARY_DIR="$b" "$b/tests/gpu/vattn_tests_gpu" "[planted]" 2>&1 | tee "$out/planted.log" |
+               grep -E "^planted |test cases|All tests" || rc=1 ;;
     sanitize) bash "$root/scripts/device/run.sh" --sanitize | grep -E "===|SUMMARY|passed|failed" || rc=1 ;;
     replay) "$b/vattn" replay "$root"/fixtures/*.h5 --json "$out/replay.json" 2>&1 | tee "$out/replay.log" | tail -20 || rc=1 ;;
     graph)
