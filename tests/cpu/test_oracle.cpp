@@ -12,6 +12,7 @@
 #include "case.h"
 #include "cpu_common.h"
 #include "cpu_oracle.h"
+#include "hand_case.h"
 
 namespace {
 
@@ -21,59 +22,13 @@ using vattn::Reference;
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
-struct Req {
-  int prefix;
-  std::vector<int32_t> parent;  // per draft: -1 root, else parent index, or vattn::kPaddedNode
-};
+using Req = vattn::test::HandRequest;
 
-std::vector<int32_t> chain(int t) {
-  std::vector<int32_t> p(static_cast<size_t>(t));
-  for (int i = 0; i < t; ++i) p[static_cast<size_t>(i)] = i - 1;
-  return p;
-}
+std::vector<int32_t> chain(int t) { return vattn::test::chain_parents(t); }
 
-// A case built by hand: prefix rows scattered over a pool that also holds `spare_rows` rows
-// nobody references. Values uniform in [-range, range], rounded to bf16.
 Case build(int H, int dqk, int dv, const std::vector<Req>& reqs, uint64_t seed, int spare_rows = 5,
            float range = 1.0f) {
-  Case c;
-  c.name = "oracle_test";
-  c.num_heads = H;
-  c.d_qk = dqk;
-  c.d_v = dv;
-  c.sm_scale = 0.1446796;
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> uni(-range, range);
-  int total_prefix = 0, total_drafts = 0;
-  for (const auto& r : reqs) {
-    total_prefix += r.prefix;
-    total_drafts += static_cast<int>(r.parent.size());
-  }
-  const int pool_rows = total_prefix + spare_rows;
-  auto fill = [&](std::vector<uint16_t>& v, size_t n) {
-    v.resize(n);
-    for (auto& x : v) x = vattn::float_to_bf16(uni(rng));
-  };
-  fill(c.kv_pool, static_cast<size_t>(pool_rows) * static_cast<size_t>(dqk));
-  fill(c.q, static_cast<size_t>(total_drafts) * static_cast<size_t>(H) * static_cast<size_t>(dqk));
-  fill(c.kv_draft, static_cast<size_t>(total_drafts) * static_cast<size_t>(dqk));
-  std::vector<int32_t> slots(static_cast<size_t>(pool_rows));
-  std::iota(slots.begin(), slots.end(), 0);
-  std::shuffle(slots.begin(), slots.end(), rng);
-  c.kv_indptr = {0};
-  c.qo_indptr = {0};
-  c.draft_mask_indptr = {0};
-  size_t next_slot = 0;
-  for (const auto& r : reqs) {
-    for (int k = 0; k < r.prefix; ++k) c.kv_indices.push_back(slots[next_slot++]);
-    c.kv_indptr.push_back(c.kv_indptr.back() + r.prefix);
-    c.qo_indptr.push_back(c.qo_indptr.back() + static_cast<int32_t>(r.parent.size()));
-    const auto m = vattn::mask_from_parents(r.parent);
-    c.draft_mask.insert(c.draft_mask.end(), m.begin(), m.end());
-    c.draft_mask_indptr.push_back(c.draft_mask_indptr.back() + static_cast<int64_t>(m.size()));
-  }
-  vattn::validate(c);
-  return c;
+  return vattn::test::hand_case("oracle_test", H, dqk, dv, reqs, seed, spare_rows, range);
 }
 
 std::vector<int> referenced_rows(const Case& c) {

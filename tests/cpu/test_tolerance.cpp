@@ -12,6 +12,7 @@
 #include "bf16.h"
 #include "case.h"
 #include "cpu_oracle.h"
+#include "hand_case.h"
 #include "tolerance.h"
 
 namespace {
@@ -22,49 +23,10 @@ using vattn::Reference;
 
 constexpr int kH = 8, kDqk = 576, kDv = 512;
 
-struct Req {
-  int prefix;
-  std::vector<int32_t> parent;
-};
+using Req = vattn::test::HandRequest;
 
 Case build(const std::vector<Req>& reqs, uint64_t seed) {
-  Case c;
-  c.name = "tol_case";
-  c.num_heads = kH;
-  c.d_qk = kDqk;
-  c.d_v = kDv;
-  c.sm_scale = 0.1446796;
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-  int total_prefix = 0, total_drafts = 0;
-  for (const auto& r : reqs) {
-    total_prefix += r.prefix;
-    total_drafts += static_cast<int>(r.parent.size());
-  }
-  auto fill = [&](std::vector<uint16_t>& v, size_t n) {
-    v.resize(n);
-    for (auto& x : v) x = vattn::float_to_bf16(uni(rng));
-  };
-  fill(c.kv_pool, static_cast<size_t>(total_prefix + 3) * kDqk);
-  fill(c.q, static_cast<size_t>(total_drafts) * kH * kDqk);
-  fill(c.kv_draft, static_cast<size_t>(total_drafts) * kDqk);
-  std::vector<int32_t> slots(static_cast<size_t>(total_prefix + 3));
-  std::iota(slots.begin(), slots.end(), 0);
-  std::shuffle(slots.begin(), slots.end(), rng);
-  c.kv_indptr = {0};
-  c.qo_indptr = {0};
-  c.draft_mask_indptr = {0};
-  size_t next = 0;
-  for (const auto& r : reqs) {
-    for (int k = 0; k < r.prefix; ++k) c.kv_indices.push_back(slots[next++]);
-    c.kv_indptr.push_back(c.kv_indptr.back() + r.prefix);
-    c.qo_indptr.push_back(c.qo_indptr.back() + static_cast<int32_t>(r.parent.size()));
-    const auto m = vattn::mask_from_parents(r.parent);
-    c.draft_mask.insert(c.draft_mask.end(), m.begin(), m.end());
-    c.draft_mask_indptr.push_back(c.draft_mask_indptr.back() + static_cast<int64_t>(m.size()));
-  }
-  vattn::validate(c);
-  return c;
+  return vattn::test::hand_case("tol_case", kH, kDqk, kDv, reqs, seed, 3, 1.0f);
 }
 
 // Three requests: a chain, a branching tree, a short chain; prefixes off any tile edge.
