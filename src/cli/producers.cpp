@@ -25,10 +25,9 @@ class Bf16ReferenceProducer : public LiveProducer {
 // first, guard bands and the device error word checked after; any of those is a failed run.
 class KernelProducer : public LiveProducer {
  public:
-  explicit KernelProducer(const std::string& spec) : spec_(spec), has_gpu_(cuda_device_count() > 0) {
-    if (has_gpu_) rev_ = load_revision(spec);  // an unknown name or bad library is a usage error
-  }
-  std::string name() const override { return "kernel:" + (has_gpu_ ? rev_.name() : spec_); }
+  // An unknown name or a bad library is a usage error, GPU or not (loading runs no CUDA call).
+  explicit KernelProducer(const std::string& spec) : rev_(load_revision(spec)), has_gpu_(cuda_device_count() > 0) {}
+  std::string name() const override { return "kernel:" + rev_.name(); }
   std::string unavailable_reason() const override { return has_gpu_ ? "" : "no CUDA device"; }
   void run(const ReplayContext& ctx, std::vector<float>& out, std::vector<float>& lse) override {
     DeviceCase dc(ctx.c);
@@ -40,9 +39,8 @@ class KernelProducer : public LiveProducer {
   }
 
  private:
-  std::string spec_;
-  bool has_gpu_;
   Revision rev_;
+  bool has_gpu_;
 };
 
 }  // namespace
