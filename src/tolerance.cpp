@@ -102,6 +102,31 @@ ElementPos locate(const Case& c, int64_t flat_index, bool is_lse) {
   return p;
 }
 
+void ElementTally::add(const Case& c, size_t i, double x, double y, double bound, CompareReport& r) {
+  const double err = std::fabs(x - y);
+  const double ratio = over(err, bound);
+  r.max_abs_err = std::max(r.max_abs_err, err);
+  if (ratio > 1.0) ++r.elements_over_bound;
+  if (ratio > r.worst_err_over_bound || r.worst.index < 0) {
+    r.worst_err_over_bound = ratio;
+    r.worst = locate(c, static_cast<int64_t>(i), false);
+    r.worst_value = x;
+    r.worst_ref = y;
+    r.worst_bound = bound;
+  }
+  sum_xy += x * y;
+  sum_sq += x * x + y * y;
+  sum_ref_sq += y * y;
+  sum_err_sq += (x - y) * (x - y);
+  ++n;
+}
+
+void ElementTally::finish(CompareReport& r) const {
+  r.ref_norm = std::sqrt(sum_ref_sq);
+  r.score = sum_sq > 0 ? 1.0 - 2.0 * sum_xy / sum_sq : 0.0;
+  r.rms_err = n > 0 ? std::sqrt(sum_err_sq / static_cast<double>(n)) : 0.0;
+}
+
 CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf16ref, const std::vector<float>& out,
                       const std::vector<float>& lse, const std::string& label, const Tolerance& tol) {
   const int64_t H = c.num_heads, dv = c.d_v;
@@ -139,8 +164,9 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
   const double floor = tol.tiny * pv_scale + std::numeric_limits<float>::denorm_min();
 
   // out: per-element bound, non-finite positions, score and RMS sums.
-  double sum_xy = 0, sum_sq = 0, sum_ref_sq = 0, sum_err_sq = 0, sum_err_sq_bf16 = 0;
-  int64_t n_both = 0, n_both_bf16 = 0;
+  ElementTally tally;
+  double sum_err_sq_bf16 = 0;
+  int64_t n_both_bf16 = 0;
   int64_t first_nf = -1;
   for (size_t i = 0; i < n_out; ++i) {
     const double x = out[i], y = ref64.out[i];
@@ -149,23 +175,8 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
       continue;
     }
     if (!std::isfinite(y)) continue;
-    const double err = std::fabs(x - y);
     const double bound = tol.c_pv * tol.unit * ref64.abs_pv[i] + tol.c_out * tol.unit * std::fabs(y) + floor;
-    const double ratio = over(err, bound);
-    r.max_abs_err = std::max(r.max_abs_err, err);
-    if (ratio > 1.0) ++r.elements_over_bound;
-    if (ratio > r.worst_err_over_bound || r.worst.index < 0) {
-      r.worst_err_over_bound = ratio;
-      r.worst = locate(c, static_cast<int64_t>(i), false);
-      r.worst_value = x;
-      r.worst_ref = y;
-      r.worst_bound = bound;
-    }
-    sum_xy += x * y;
-    sum_sq += x * x + y * y;
-    sum_ref_sq += y * y;
-    sum_err_sq += (x - y) * (x - y);
-    ++n_both;
+    tally.add(c, i, x, y, bound, r);
     const double z = bf16ref.out[i];
     if (std::isfinite(z)) {
       sum_err_sq_bf16 += (z - y) * (z - y);
@@ -210,9 +221,7 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
     }
   }
 
-  r.ref_norm = std::sqrt(sum_ref_sq);
-  r.score = sum_sq > 0 ? 1.0 - 2.0 * sum_xy / sum_sq : 0.0;
-  r.rms_err = n_both > 0 ? std::sqrt(sum_err_sq / static_cast<double>(n_both)) : 0.0;
+  tally.finish(r);
   r.rms_err_bf16_ref = n_both_bf16 > 0 ? std::sqrt(sum_err_sq_bf16 / static_cast<double>(n_both_bf16)) : 0.0;
   const bool ratio_checked = r.rms_err_bf16_ref > 0;
   if (ratio_checked) {

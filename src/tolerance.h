@@ -50,6 +50,17 @@ struct CompareReport {
   std::string detail() const;        // every figure, the worst element named in full
 };
 
+// The element-wise part every comparison shares (the tolerance model here, the stored-oracle
+// check of `vattn replay`): the worst element against its bound, and the sums behind the
+// score, the RMS error and the reference norm.
+struct ElementTally {
+  double sum_xy = 0, sum_sq = 0, sum_ref_sq = 0, sum_err_sq = 0;
+  int64_t n = 0;
+  // x: result, y: reference (both finite), bound: what |x - y| may reach at flat out index i.
+  void add(const Case& c, size_t i, double x, double y, double bound, CompareReport& r);
+  void finish(CompareReport& r) const;  // ref_norm, score, rms_err
+};
+
 // out/lse: the result under test, [n_q*H*d_v] and [n_q*H], widened to float.
 // bf16ref: reference_bf16_emulated(c), whose error against ref64 is the yardstick.
 CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf16ref, const std::vector<float>& out,

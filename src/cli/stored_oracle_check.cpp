@@ -38,8 +38,7 @@ CompareReport check_stored_oracle(const Case& c, const Reference& ref64, const S
   r.label = stored.producer + " (stored) vs oracle_fp64";
   std::ostringstream fail;
   fail.precision(9);
-  double sum_xy = 0, sum_sq = 0, sum_ref_sq = 0, sum_err_sq = 0;
-  int64_t n_finite = 0;
+  ElementTally tally;
   for (size_t i = 0; i < ref64.out.size(); ++i) {
     const double x = stored.out[i], y = ref64.out[i];
     if (!same_class(x, y)) {
@@ -47,23 +46,7 @@ CompareReport check_stored_oracle(const Case& c, const Reference& ref64, const S
       continue;
     }
     if (!std::isfinite(y)) continue;
-    const double err = std::fabs(x - y);
-    const double bound = kF32Rounding * std::fabs(y) + kSummationOrder * ref64.abs_pv[i] + kF32Subnormal;
-    const double ratio = err / bound;
-    r.max_abs_err = std::max(r.max_abs_err, err);
-    if (ratio > 1) ++r.elements_over_bound;
-    if (ratio > r.worst_err_over_bound || r.worst.index < 0) {
-      r.worst_err_over_bound = ratio;
-      r.worst = locate(c, static_cast<int64_t>(i), false);
-      r.worst_value = x;
-      r.worst_ref = y;
-      r.worst_bound = bound;
-    }
-    sum_xy += x * y;
-    sum_sq += x * x + y * y;
-    sum_ref_sq += y * y;
-    sum_err_sq += (x - y) * (x - y);
-    ++n_finite;
+    tally.add(c, i, x, y, kF32Rounding * std::fabs(y) + kSummationOrder * ref64.abs_pv[i] + kF32Subnormal, r);
   }
   int64_t lse_over = 0;
   for (size_t i = 0; i < ref64.lse.size(); ++i) {
@@ -83,9 +66,7 @@ CompareReport check_stored_oracle(const Case& c, const Reference& ref64, const S
       r.lse_worst = locate(c, static_cast<int64_t>(i), true);
     }
   }
-  r.ref_norm = std::sqrt(sum_ref_sq);
-  r.score = sum_sq > 0 ? 1.0 - 2.0 * sum_xy / sum_sq : 0.0;
-  r.rms_err = n_finite > 0 ? std::sqrt(sum_err_sq / static_cast<double>(n_finite)) : 0.0;
+  tally.finish(r);
 
   if (r.elements_over_bound > 0) {
     fail << "out_bound: " << r.elements_over_bound << " elements over the float32-storage bound, worst err/bound "
