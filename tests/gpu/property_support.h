@@ -17,7 +17,7 @@ namespace vattn::test {
 GenBudget gpu_budget(const std::string& default_name);
 
 // Poisoned, forced-split run of the revision under test on its own exactly-fitting limits.
-RunResult run_once(const Case& c, int splits, int max_splits);
+RunResult run_once(const Case& c, int splits);
 
 // Prints the case line and the repro path of a failing verdict (the testbed wrote it).
 void note_failure(const KernelVerdict& v, const Case& c, const std::string& tag);

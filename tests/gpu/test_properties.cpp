@@ -87,7 +87,7 @@ TEST_CASE("kernel property: moving KV rows to other pool slots changes nothing, 
     const uint64_t perm_seed = *rc::gen::inRange<uint64_t>(0, uint64_t{1} << 32);
     const Case c = generate_case(r, "property");
     const Case moved = permute_slots(c, perm_seed);
-    const RunResult x = run_once(c, r.splits, b.max_splits), y = run_once(moved, r.splits, b.max_splits);
+    const RunResult x = run_once(c, r.splits), y = run_once(moved, r.splits);
     RC_ASSERT(x.ok());
     RC_ASSERT(y.ok());
     const std::string diff = bitwise_difference(c, x, y);
@@ -102,7 +102,7 @@ TEST_CASE("kernel property: NaN/Inf outside every key set changes nothing, bitwi
     r.poison = false;
     const Case c = generate_case(r, "property");
     const Case poisoned = poison_outside_key_sets(c, *rc::gen::inRange(0, 1000));
-    const RunResult x = run_once(c, r.splits, b.max_splits), y = run_once(poisoned, r.splits, b.max_splits);
+    const RunResult x = run_once(c, r.splits), y = run_once(poisoned, r.splits);
     RC_ASSERT(x.ok());
     RC_ASSERT(y.ok());
     const std::string diff = bitwise_difference(c, x, y);
@@ -121,7 +121,7 @@ TEST_CASE("kernel property: a request alone equals it inside the batch, bitwise 
     const int which = *rc::gen::inRange(0, static_cast<int>(r.prefix.size()));
     const Case c = generate_case(r, "property");
     const Case alone = extract_request(c, which);
-    const RunResult all = run_once(c, r.splits, b.max_splits), one = run_once(alone, r.splits, b.max_splits);
+    const RunResult all = run_once(c, r.splits), one = run_once(alone, r.splits);
     RC_ASSERT(all.ok());
     RC_ASSERT(one.ok());
     const std::string diff = request_difference(c, all, which, one);
@@ -137,7 +137,7 @@ TEST_CASE("kernel property: a head computed alone equals that head in the full c
     const Case c = generate_case(r, "property");
     const int h = *rc::gen::inRange(0, c.num_heads);
     const Case single = extract_head(c, h);
-    const RunResult all = run_once(c, r.splits, b.max_splits), one = run_once(single, r.splits, b.max_splits);
+    const RunResult all = run_once(c, r.splits), one = run_once(single, r.splits);
     RC_ASSERT(all.ok());
     RC_ASSERT(one.ok());
     const std::string diff = head_difference(c, all, h, one);
@@ -152,7 +152,7 @@ TEST_CASE("kernel property: a chain equals causal attention (each draft as its o
     r.tree = "chain";
     const Case c = generate_case(r, "property");
     const Case causal = chain_as_causal_requests(c);
-    const RunResult x = run_once(c, r.splits, b.max_splits), y = run_once(causal, r.splits, b.max_splits);
+    const RunResult x = run_once(c, r.splits), y = run_once(causal, r.splits);
     RC_ASSERT(x.ok());
     RC_ASSERT(y.ok());
     DeviceCase dc(c);
@@ -167,7 +167,7 @@ TEST_CASE("kernel property: exp(s_k - lse) sums to 1 on every non-empty row", "[
   rc_prop("lse consistency", [b] {
     const Recipe r = *gen_recipe(b);
     const Case c = generate_case(r, "property");
-    const RunResult x = run_once(c, r.splits, b.max_splits);
+    const RunResult x = run_once(c, r.splits);
     RC_ASSERT(x.ok());
     const std::string bad = lse_inconsistency(c, x);
     if (!bad.empty()) RC_FAIL(bad);
