@@ -59,7 +59,9 @@ std::string num_full(double x) {
   return os.str();
 }
 
-std::string where(const std::string& case_name, const ElementPos& p) {
+}  // namespace
+
+std::string describe_position(const std::string& case_name, const ElementPos& p) {
   std::ostringstream os;
   os << "case '" << case_name << "' request " << p.request << " draft " << p.draft << " head " << p.head;
   if (p.column >= 0) {
@@ -69,6 +71,8 @@ std::string where(const std::string& case_name, const ElementPos& p) {
   }
   return os.str();
 }
+
+namespace {
 
 // err/bound, defined when a caller sets every bound term to zero.
 double over(double err, double bound) {
@@ -186,7 +190,7 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
   std::string first_nf_text;
   if (first_nf >= 0) {
     r.first_nonfinite_mismatch = locate(c, first_nf, false);
-    first_nf_text = where(c.name, r.first_nonfinite_mismatch) + ": value " +
+    first_nf_text = describe_position(c.name, r.first_nonfinite_mismatch) + ": value " +
                     num_full(out[static_cast<size_t>(first_nf)]) + ", oracle " +
                     num_full(ref64.out[static_cast<size_t>(first_nf)]);
   }
@@ -200,7 +204,7 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
       ++lse_nf;
       if (r.nonfinite_mismatch++ == 0) {
         r.first_nonfinite_mismatch = locate(c, static_cast<int64_t>(i), true);
-        first_nf_text = where(c.name, r.first_nonfinite_mismatch) + ": value " + num_full(x) + ", oracle " + num_full(y);
+        first_nf_text = describe_position(c.name, r.first_nonfinite_mismatch) + ": value " + num_full(x) + ", oracle " + num_full(y);
       }
       continue;
     }
@@ -232,7 +236,7 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
 
   if (r.elements_over_bound > 0) {
     r.failures.push_back("out_bound: " + std::to_string(r.elements_over_bound) + " elements over bound, worst err/bound " +
-                         num(r.worst_err_over_bound) + " at " + where(c.name, r.worst) + " (value " +
+                         num(r.worst_err_over_bound) + " at " + describe_position(c.name, r.worst) + " (value " +
                          num_full(r.worst_value) + ", oracle " + num_full(r.worst_ref) + ", bound " +
                          num(r.worst_bound) + ")");
   }
@@ -243,7 +247,7 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
   }
   if (lse_over > 0) {
     r.failures.push_back("lse_bound: " + std::to_string(lse_over) + " rows over bound, worst err/bound " +
-                         num(r.lse_worst_err_over_bound) + " at " + where(c.name, r.lse_worst) + " (value " +
+                         num(r.lse_worst_err_over_bound) + " at " + describe_position(c.name, r.lse_worst) + " (value " +
                          num_full(lse_worst_value) + ", oracle " + num_full(lse_worst_ref) + ", bound " +
                          num(lse_worst_bound) + ")");
   }
@@ -279,15 +283,15 @@ std::string CompareReport::detail() const {
   os << "  max |o - o64|          " << num(max_abs_err) << "\n";
   os << "  worst err/bound        " << num(worst_err_over_bound);
   if (worst.index >= 0) {
-    os << " at " << where(case_name, worst) << " (flat " << worst.index << "): value " << num_full(worst_value)
+    os << " at " << describe_position(case_name, worst) << " (flat " << worst.index << "): value " << num_full(worst_value)
        << ", oracle " << num_full(worst_ref) << ", bound " << num(worst_bound);
   }
   os << "\n  elements over bound    " << elements_over_bound << "\n";
   os << "  nonfinite mismatches   " << nonfinite_mismatch;
-  if (nonfinite_mismatch > 0) os << " (first at " << where(case_name, first_nonfinite_mismatch) << ")";
+  if (nonfinite_mismatch > 0) os << " (first at " << describe_position(case_name, first_nonfinite_mismatch) << ")";
   os << "\n  lse max |err|          " << num(lse_max_err) << "\n";
   os << "  lse worst err/bound    " << num(lse_worst_err_over_bound);
-  if (lse_worst.index >= 0) os << " at " << where(case_name, lse_worst);
+  if (lse_worst.index >= 0) os << " at " << describe_position(case_name, lse_worst);
   os << "\n  score                  " << num(score) << "\n";
   os << "  rms error              " << num(rms_err) << " (bf16 reference: " << num(rms_err_bf16_ref) << ")\n";
   os << "  ratio vs bf16 ref      " << num(ratio_vs_bf16_ref);

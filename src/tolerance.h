@@ -66,6 +66,9 @@ struct ElementTally {
 CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf16ref, const std::vector<float>& out,
                       const std::vector<float>& lse, const std::string& label, const Tolerance& tol = Tolerance());
 
+// "case 'NAME' request R draft D head H column C" (or "... lse"), for messages.
+std::string describe_position(const std::string& case_name, const ElementPos& p);
+
 // Maps a flat out index (or lse index with column -1) to request/draft/head/column.
 ElementPos locate(const Case& c, int64_t flat_index, bool is_lse);
 

@@ -19,16 +19,6 @@ bool same_class(double x, double y) {
   return true;
 }
 
-std::string where(const std::string& case_name, const ElementPos& p) {
-  std::ostringstream os;
-  os << "case '" << case_name << "' request " << p.request << " draft " << p.draft << " head " << p.head;
-  if (p.column >= 0) {
-    os << " column " << p.column;
-  } else {
-    os << " lse";
-  }
-  return os.str();
-}
 
 }  // namespace
 
@@ -70,20 +60,20 @@ CompareReport check_stored_oracle(const Case& c, const Reference& ref64, const S
 
   if (r.elements_over_bound > 0) {
     fail << "out_bound: " << r.elements_over_bound << " elements over the float32-storage bound, worst err/bound "
-         << r.worst_err_over_bound << " at " << where(c.name, r.worst) << " (stored " << r.worst_value << ", oracle "
+         << r.worst_err_over_bound << " at " << describe_position(c.name, r.worst) << " (stored " << r.worst_value << ", oracle "
          << r.worst_ref << ", bound " << r.worst_bound << ")";
     r.failures.push_back(fail.str());
     fail.str("");
   }
   if (r.nonfinite_mismatch > 0) {
     fail << "nonfinite: " << r.nonfinite_mismatch << " NaN/Inf positions differ, first at "
-         << where(c.name, r.first_nonfinite_mismatch);
+         << describe_position(c.name, r.first_nonfinite_mismatch);
     r.failures.push_back(fail.str());
     fail.str("");
   }
   if (lse_over > 0) {
     fail << "lse_bound: " << lse_over << " rows over the float32-storage bound, worst err/bound "
-         << r.lse_worst_err_over_bound << " at " << where(c.name, r.lse_worst);
+         << r.lse_worst_err_over_bound << " at " << describe_position(c.name, r.lse_worst);
     r.failures.push_back(fail.str());
     fail.str("");
   }
@@ -102,7 +92,7 @@ std::string stored_oracle_detail(const CompareReport& r) {
   os << "  reference norm         " << r.ref_norm << "\n";
   os << "  max |stored - o64|     " << r.max_abs_err << "\n";
   os << "  worst err/bound        " << r.worst_err_over_bound;
-  if (r.worst.index >= 0) os << " at " << where(r.case_name, r.worst);
+  if (r.worst.index >= 0) os << " at " << describe_position(r.case_name, r.worst);
   os << "\n  elements over bound    " << r.elements_over_bound << "\n";
   os << "  nonfinite mismatches   " << r.nonfinite_mismatch << "\n";
   os << "  lse max |err|          " << r.lse_max_err << " (worst err/bound " << r.lse_worst_err_over_bound << ")\n";
