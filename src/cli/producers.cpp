@@ -30,6 +30,8 @@ class KernelProducer : public LiveProducer {
   std::string name() const override { return "kernel:" + rev_.name(); }
   std::string unavailable_reason() const override { return has_gpu_ ? "" : "no CUDA device"; }
   void run(const ReplayContext& ctx, std::vector<float>& out, std::vector<float>& lse) override {
+    const std::string unsupported = beyond_capabilities(ctx.c);
+    if (!unsupported.empty()) throw CaseNotSupported(unsupported);
     DeviceCase dc(ctx.c);
     KernelRunner runner(rev_, limits_for(ctx.c, ctx.forced_splits > 16 ? ctx.forced_splits : 16));
     RunResult r = runner.run(dc, ctx.forced_splits);
@@ -39,6 +41,26 @@ class KernelProducer : public LiveProducer {
   }
 
  private:
+  // "" when the revision's capabilities cover the case, else what is beyond them.
+  std::string beyond_capabilities(const Case& c) const {
+    vattn_caps caps{};
+    if (rev_.api->capabilities(&caps) != VATTN_OK) return "the revision reports no capabilities";
+    auto over = [](const char* what, int64_t have, int64_t most) {
+      return what + std::string(" = ") + std::to_string(have) + " > " + std::to_string(most);
+    };
+    if (c.d_qk != caps.d_qk || c.d_v != caps.d_v)
+      return "d_qk/d_v = " + std::to_string(c.d_qk) + "/" + std::to_string(c.d_v) + ", the revision implements " +
+             std::to_string(caps.d_qk) + "/" + std::to_string(caps.d_v);
+    if (c.num_heads > caps.max_heads) return over("H", c.num_heads, caps.max_heads);
+    if (c.num_requests() > caps.max_requests) return over("B", c.num_requests(), caps.max_requests);
+    for (int b = 0; b < c.num_requests(); ++b) {
+      if (c.drafts(b) > caps.max_drafts_per_request)
+        return over(("T_" + std::to_string(b)).c_str(), c.drafts(b), caps.max_drafts_per_request);
+      if (c.prefix_len(b) > caps.max_prefix) return over(("P_" + std::to_string(b)).c_str(), c.prefix_len(b), caps.max_prefix);
+    }
+    return "";
+  }
+
   Revision rev_;
   bool has_gpu_;
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,13 @@ struct ReplayContext {
   const Reference& ref64;
   const Reference& bf16ref;
   int forced_splits = 0;  // from the recipe's splits= (0: the kernel chooses)
+};
+
+// Thrown by a producer that cannot handle this case (e.g. a shape beyond a kernel revision's
+// capabilities): replay reports it as not run for that case, neither pass nor fail.
+class CaseNotSupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 class LiveProducer {
