@@ -223,16 +223,24 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
           s[n][e] = ((s_x[(0 * 2 + rg) * 512 + reg] + s_x[(1 * 2 + rg) * 512 + reg]) + s_x[(2 * 2 + rg) * 512 + reg]) +
                     s_x[(3 * 2 + rg) * 512 + reg];
         }
+      if (!has_drafts && tile_k0 + kKeysPerTile <= kend && ri[0].valid && ri[1].valid) {
+        // The common tile: prefix keys only, all inside the split, both rows real: all visible.
 #pragma unroll
-      for (int n = 0; n < 4; ++n)
+        for (int n = 0; n < 4; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int k = tile_k0 + n * 8 + 2 * t4 + (e & 1);
-          const RowInfo& rw = ri[e >> 1];
-          bool vis = rw.valid && k < kend;
-          if (vis && k >= r.prefix) vis = mask_bit(a, mask_base, words_per_row, rw.draft, k - r.prefix);
-          s[n][e] = vis ? s[n][e] * scale2 : -INFINITY;
-        }
+          for (int e = 0; e < 4; ++e) s[n][e] *= scale2;
+      } else {
+#pragma unroll
+        for (int n = 0; n < 4; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int k = tile_k0 + n * 8 + 2 * t4 + (e & 1);
+            const RowInfo& rw = ri[e >> 1];
+            bool vis = rw.valid && k < kend;
+            if (vis && k >= r.prefix) vis = mask_bit(a, mask_base, words_per_row, rw.draft, k - r.prefix);
+            s[n][e] = vis ? s[n][e] * scale2 : -INFINITY;
+          }
+      }
       float p[4][4];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -257,10 +265,14 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
         }
         l[h] = l[h] * corr + rowsum;
         m[h] = m_new;
+        // Deep in a long prefix the running max rarely moves: corr is exactly 1 and the
+        // rescale would change no bit, so the warp skips it when no lane needs it.
+        if (__any_sync(0xffffffffu, corr != 1.f)) {
 #pragma unroll
-        for (int n = 0; n < 16; ++n) {
-          o[n][2 * h] *= corr;
-          o[n][2 * h + 1] *= corr;
+          for (int n = 0; n < 16; ++n) {
+            o[n][2 * h] *= corr;
+            o[n][2 * h + 1] *= corr;
+          }
         }
       }
 

@@ -11,9 +11,11 @@ rc=0
 for step in $steps; do
   echo "################ $step"
   case $step in
-    tests) bash "$root/scripts/device/run.sh" -j 8 --timeout 480 | grep -vE "^ +Start" | tail -40 || rc=1 ;;
+    tests) bash "$root/scripts/device/run.sh" -j 8 --timeout 480 | grep -vE "^ +Start" | tail -40
+           [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     planted) VATTN_BINARY_DIR="$b" "$b/tests/gpu/vattn_tests_gpu" "[planted]" 2>&1 | tee "$out/planted.log" |
-               grep -E "^planted |test cases|All tests" || rc=1 ;;
+               grep -E "^planted |test cases|All tests"
+             [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     repro)  # a planted bug found by a property, then re-run from its line and from its repro file
       lib="$b/revisions/libvattn_rev_plant_drop_last_key.so"
       export VATTN_FINDINGS_DIR=/tmp/vattn-repro-demo; rm -rf "$VATTN_FINDINGS_DIR"
@@ -31,17 +33,22 @@ for step in $steps; do
       rp=$(grep -m1 -o 'reproduce=[A-Za-z0-9_-]*' "$out/repro-property.log")
       VATTN_KERNEL="$lib" RC_PARAMS="$rp" "$b/tests/gpu/vattn_tests_gpu" "kernel property: agrees with the CPU float64 oracle" 2>&1 |
         grep -E "falsified|test cases" | head -2 ;;
-    sanitize) bash "$root/scripts/device/run.sh" --sanitize | grep -E "===|SUMMARY|passed|failed" || rc=1 ;;
-    replay) "$b/vattn" replay "$root"/fixtures/*.h5 --json "$out/replay.json" 2>&1 | tee "$out/replay.log" | tail -20 || rc=1 ;;
+    sanitize) bash "$root/scripts/device/run.sh" --sanitize | grep -E "===|SUMMARY|passed|failed"
+              [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
+    replay) "$b/vattn" replay "$root"/fixtures/*.h5 --json "$out/replay.json" 2>&1 | tee "$out/replay.log" | tail -20
+            [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     graph)
-      "$b/vattn" graph-check 2>&1 | tee "$out/graph-check.log" || rc=1
+      "$b/vattn" graph-check 2>&1 | tee "$out/graph-check.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || rc=1
       for lib in "$b"/revisions/libvattn_rev_unsafe_*.so; do
         [ -e "$lib" ] || continue
         echo "---- graph-check --kernel $(basename "$lib") (must FAIL)"
         "$b/vattn" graph-check --kernel "$lib" 2>&1 | grep -E "FAIL|graph-check:" | head -8
       done ;;
-    bench) "$b/vattn" bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log" | grep -v "^bench:" || rc=1 ;;
+    bench) "$b/vattn" bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log" | grep -v "^bench:"
+           [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     *) echo "session.sh: unknown step '$step'" >&2; rc=2 ;;
   esac
 done
+echo "session: exit $rc"
 exit $rc
