@@ -14,7 +14,7 @@ constexpr int kDv = 512;            // V = first 512 columns of the same KV row
 constexpr int kRowsPerTile = 32;    // query rows (draft x head) per work item
 constexpr int kKeysPerTile = 32;    // keys per pipeline stage
 constexpr int kStages = 2;
-constexpr int kThreads = 256;       // 8 warps: 2 row groups x 4 column quarters
+constexpr int kThreads = 256;       // 8 warps: S by (d_qk quarter x key half), P.V by 64 output columns
 constexpr int kSmemStride = kDqk + 8;  // +16 B per row: ldmatrix rows land on distinct banks
 constexpr int kMaxHeads = 128;
 constexpr int kMaxDraftsPerRequest = 1025;
@@ -23,10 +23,15 @@ constexpr int kMaxRequests = 1024;  // the plan kernel scans requests in one blo
 constexpr int kMaxSplits = 256;
 constexpr int kMinKeysPerSplit = 128;
 
+constexpr int kXStride = kKeysPerTile + 8;  // floats per row of an S partial: conflict-free float2 stores
+constexpr int kPStride = kKeysPerTile + 8;  // bf16 per row of P: ldmatrix rows on distinct banks
 constexpr size_t kSmemKv = sizeof(uint16_t) * kStages * kKeysPerTile * kSmemStride;
-constexpr size_t kSmemExchange = sizeof(float) * (kThreads / 32) * 16 * kKeysPerTile;
-constexpr size_t kSmemBytes = kSmemKv + kSmemExchange;
-static_assert(kSmemBytes <= 101376, "sm_120 allows 101376 B of shared memory per block");
+constexpr size_t kSmemExchange = sizeof(float) * 4 * kRowsPerTile * kXStride;  // one S partial per d_qk quarter
+constexpr size_t kSmemP = sizeof(uint16_t) * kRowsPerTile * kPStride;
+constexpr size_t kSmemRowStats = sizeof(float) * 3 * kRowsPerTile;  // rescale, 1/l, lse per row
+constexpr size_t kSmemBytes = kSmemKv + kSmemExchange + kSmemP + kSmemRowStats;
+// Static shared memory of the partial kernel (row sources, error flag) is counted by the audit.
+static_assert(kSmemBytes + 1024 <= 101376, "sm_120 allows 101376 B of shared memory per block");
 
 // Per-request schedule, written by the plan kernel, read by the others.
 struct RequestPlan {

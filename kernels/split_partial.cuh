@@ -1,10 +1,14 @@
 // Step 2 of 3: partial attention. One work item = (request, row tile of 32 query rows, KV
 // split). The block streams the split's keys through shared memory once, 32 keys per stage,
 // and every one of its 32 rows (all heads of the drafts in the tile: the MLA saving) uses
-// each tile. 8 warps: warp (rg, qtr) owns rows rg*16..+16; for S = Q K^T it covers the
-// d_qk quarter qtr (144 dims) and the four partial S tiles are summed through shared memory
-// in a fixed order (so all four warps hold bitwise the same S and agree on the softmax);
-// for O = P V it owns output columns qtr*128..+128.
+// each tile. Each warp works on all 32 rows, so every K/V fragment read from shared memory
+// feeds two mma row blocks. Per tile, three phases between block barriers:
+//  1. S = Q K^T: warp (dq, kh) multiplies its d_qk quarter dq (144 dims, Q in registers) by
+//     key half kh (16 keys) and stores the fp32 partial;
+//  2. softmax: warp w owns rows 4w..4w+3; it sums the four partials in a fixed order (so the
+//     result does not depend on timing), masks, keeps the row's running max and sum, and
+//     writes P (bf16) and the row's rescale factor;
+//  3. O += P V: warp w owns output columns 64w..64w+63 of all 32 rows.
 #pragma once
 
 #include <cmath>
@@ -76,20 +80,25 @@ __device__ __forceinline__ const uint16_t* resolve_key(const vattn_args& a, cons
 
 __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);        // [kStages][kKeysPerTile][kSmemStride]
-  float* s_x = reinterpret_cast<float*>(smem_raw + kSmemKv);     // [warp][16 regs][32 lanes]
-  __shared__ const uint16_t* s_src[3][kKeysPerTile];             // row sources, two tiles ahead
+  uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);                    // [kStages][kKeysPerTile][kSmemStride]
+  float* s_x = reinterpret_cast<float*>(smem_raw + kSmemKv);                 // [dq][row][kXStride]
+  uint16_t* s_p = reinterpret_cast<uint16_t*>(smem_raw + kSmemKv + kSmemExchange);  // [row][kPStride] bf16
+  float* s_corr = reinterpret_cast<float*>(smem_raw + kSmemKv + kSmemExchange + kSmemP);  // [row]
+  float* s_inv = s_corr + kRowsPerTile;                                      // [row] 1 / l at the end
+  float* s_lse = s_inv + kRowsPerTile;                                       // [row] natural-log LSE
+  __shared__ const uint16_t* s_src[3][kKeysPerTile];                         // row sources, two tiles ahead
   __shared__ int s_bad;
 
   const vattn_args& a = p.a;
   const int H = a.num_heads;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int rg = warp & 1, qtr = warp >> 1;
-  const int g = lane >> 2, t4 = lane & 3;
+  const int dq = warp & 3, kh = warp >> 2;    // S phase: d_qk quarter, key half
+  const int g = lane >> 2, t4 = lane & 3;     // mma fragment coordinates
   const int mat = lane >> 3, mrow = lane & 7;  // ldmatrix: which 8x8 matrix / row this lane addresses
+  const int srow = warp * 4 + (lane >> 3);    // softmax phase: this lane's row ...
+  const int skey = (lane & 7) * 4;            // ... and its four keys
   const float scale2 = a.sm_scale * 1.4426950408889634f;  // logits in log2 units: exp2 in the loop
   const int total = p.header->total_work;
-  float* my_x = s_x + warp * 16 * 32;
 
 #ifdef VATTN_UNSAFE_HOST_GRID
   // Unsafe variant: one item per block, so the grid (sized on the host) must cover them all.
@@ -113,32 +122,39 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
     const int words_per_row = (r.drafts + 31) >> 5;
     const TileDrafts td{rt * kRowsPerTile / H, (min(rows_b, (rt + 1) * kRowsPerTile) - 1) / H, mask_base, words_per_row};
 
-    RowInfo ri[2];
-    for (int h = 0; h < 2; ++h) {
-      const int tr = rt * kRowsPerTile + rg * 16 + g + h * 8;
-      ri[h].valid = tr < rows_b;
-      ri[h].draft = tr / H;
-    }
+    // Rows of the mma fragments this thread holds: tile rows mt*16 + g + 8*h.
+    bool valid[2][2];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) valid[mt][h] = rt * kRowsPerTile + mt * 16 + g + h * 8 < rows_b;
+    // The softmax row of this lane.
+    const int s_tr = rt * kRowsPerTile + srow;
+    const bool s_valid = s_tr < rows_b;
+    const int s_draft = s_tr / H;
 
-    // Q fragments for this warp's 16 rows and d_qk quarter stay in registers for the item.
-    uint32_t qf[kKSteps][4];
-    {
-      const uint32_t* q_lo = reinterpret_cast<const uint32_t*>(a.q + (row0 + rg * 16 + g) * kDqk);
+    // Q fragments of all 32 rows over this warp's d_qk quarter stay in registers for the item.
+    uint32_t qf[2][kKSteps][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+      const uint32_t* q_lo = reinterpret_cast<const uint32_t*>(a.q + (row0 + mt * 16 + g) * kDqk);
       const uint32_t* q_hi = q_lo + 8 * kDqk / 2;
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
-        const int w = (qtr * kQuarterDims + ks * 16 + 2 * t4) >> 1;
-        qf[ks][0] = ri[0].valid ? __ldg(q_lo + w) : 0u;
-        qf[ks][1] = ri[1].valid ? __ldg(q_hi + w) : 0u;
-        qf[ks][2] = ri[0].valid ? __ldg(q_lo + w + 4) : 0u;
-        qf[ks][3] = ri[1].valid ? __ldg(q_hi + w + 4) : 0u;
+        const int w = (dq * kQuarterDims + ks * 16 + 2 * t4) >> 1;
+        qf[mt][ks][0] = valid[mt][0] ? __ldg(q_lo + w) : 0u;
+        qf[mt][ks][1] = valid[mt][1] ? __ldg(q_hi + w) : 0u;
+        qf[mt][ks][2] = valid[mt][0] ? __ldg(q_lo + w + 4) : 0u;
+        qf[mt][ks][3] = valid[mt][1] ? __ldg(q_hi + w + 4) : 0u;
       }
     }
 
-    float o[16][4];
+    float o[2][8][4];
 #pragma unroll
-    for (int n = 0; n < 16; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int n = 0; n < 8; ++n) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.f;
+    float m_run = -INFINITY, l_run = 0.f;  // softmax row srow: running max (log2 units), this lane's sum
 
     if (threadIdx.x == 0) s_bad = 0;
     bool bad = false;
@@ -150,51 +166,60 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
     }
     __syncthreads();
 
+    // 8 threads per KV row, 9 chunks of 16 B each: one row pointer per thread and tile.
     auto issue_tile = [&](int j) {
       uint16_t* dst = s_kv + (j % kStages) * kKeysPerTile * kSmemStride;
-      for (int c = threadIdx.x; c < kKeysPerTile * kChunksPerRow; c += kThreads) {
-        const int row = c / kChunksPerRow, ch = c % kChunksPerRow;
-        const uint16_t* src = s_src[j % 3][row];
+      const int row = threadIdx.x >> 3, ch0 = threadIdx.x & 7;
+      const uint16_t* src = s_src[j % 3][row];
+#pragma unroll
+      for (int i = 0; i < kChunksPerRow / 8; ++i) {
+        const int ch = ch0 + 8 * i;
         cp_async_16(dst + row * kSmemStride + ch * 8, src ? src + ch * 8 : a.kv_pool, src != nullptr);
       }
       cp_async_commit();
     };
+    static_assert(kThreads == 8 * kKeysPerTile && kChunksPerRow % 8 == 0, "issue_tile: 8 threads per KV row");
     if (ntiles > 0) issue_tile(0);
 
     for (int it = 0; it < ntiles; ++it) {
       const int next_k = kbeg + (it + 2) * kKeysPerTile + lane;
       // Loaded now, used after this tile's math: the index fetch never stalls the block.
       const int32_t next_slot = (warp == 0 && it + 2 < ntiles) ? prefetch_slot(a, r, kv_base, next_k, kend) : -1;
-      if (it + 1 < ntiles) {
-        issue_tile(it + 1);
-        cp_async_wait<1>();
-      } else {
-        cp_async_wait<0>();
-      }
-      __syncthreads();
+      cp_async_wait<0>();
+      __syncthreads();  // tile `it` is in; every warp is past the previous tile's P.V
+      if (it + 1 < ntiles) issue_tile(it + 1);
       const uint16_t* kv = s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
       const int tile_k0 = kbeg + it * kKeysPerTile;
       const bool has_drafts = tile_k0 + kKeysPerTile > r.prefix;
 
-      // ---- S partial over this warp's d_qk quarter ----
-      float acc[4][4];
+      // ---- phase 1: S partial, d_qk quarter dq x key half kh, all 32 rows ----
+      {
+        float acc[2][2][4];
 #pragma unroll
-      for (int n = 0; n < 4; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+        for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-      for (int ks = 0; ks < kKSteps; ++ks) {
-        const int d0 = qtr * kQuarterDims + ks * 16;
+          for (int n = 0; n < 2; ++n) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.f;
 #pragma unroll
-        for (int np = 0; np < 2; ++np) {
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          const int d0 = dq * kQuarterDims + ks * 16;
           uint32_t bk[4];
-          ldmatrix_x4(bk, kv + (np * 16 + (mat >> 1) * 8 + mrow) * kSmemStride + d0 + (mat & 1) * 8);
-          mma_bf16_16816(acc[2 * np], qf[ks], bk[0], bk[1]);
-          mma_bf16_16816(acc[2 * np + 1], qf[ks], bk[2], bk[3]);
+          ldmatrix_x4(bk, kv + (kh * 16 + (mat >> 1) * 8 + mrow) * kSmemStride + d0 + (mat & 1) * 8);
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            mma_bf16_16816(acc[mt][0], qf[mt][ks], bk[0], bk[1]);
+            mma_bf16_16816(acc[mt][1], qf[mt][ks], bk[2], bk[3]);
+          }
         }
+        float* x = s_x + dq * kRowsPerTile * kXStride;
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int n = 0; n < 2; ++n)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+              *reinterpret_cast<float2*>(x + (mt * 16 + g + 8 * h) * kXStride + kh * 16 + n * 8 + 2 * t4) =
+                  make_float2(acc[mt][n][2 * h], acc[mt][n][2 * h + 1]);
       }
-#pragma unroll
-      for (int n = 0; n < 4; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) my_x[(n * 4 + e) * 32 + lane] = acc[n][e];
       // V may hold NaN/Inf only in draft rows some row of the tile sees (prefix rows are
       // visible to every row; keys past the split and drafts no row sees are zero-filled).
       // A draft seen by row i but masked for row i' must not reach i' as 0 * NaN in P.V.
@@ -213,153 +238,161 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
         __syncthreads();
       }
 
-      // ---- full S (fixed summation order), mask, online softmax ----
-      float s[4][4];
+      // ---- phase 2: full S (fixed summation order), mask, online softmax; row srow ----
+      {
+        float s[4];
+        const float* x = s_x + srow * kXStride + skey;
+        const float4 x0 = *reinterpret_cast<const float4*>(x);
+        const float4 x1 = *reinterpret_cast<const float4*>(x + 1 * kRowsPerTile * kXStride);
+        const float4 x2 = *reinterpret_cast<const float4*>(x + 2 * kRowsPerTile * kXStride);
+        const float4 x3 = *reinterpret_cast<const float4*>(x + 3 * kRowsPerTile * kXStride);
+        s[0] = ((x0.x + x1.x) + x2.x) + x3.x;
+        s[1] = ((x0.y + x1.y) + x2.y) + x3.y;
+        s[2] = ((x0.z + x1.z) + x2.z) + x3.z;
+        s[3] = ((x0.w + x1.w) + x2.w) + x3.w;
+        if (!has_drafts && tile_k0 + kKeysPerTile <= kend && s_valid) {
+          // The common tile: prefix keys only, all inside the split, a real row: all visible.
 #pragma unroll
-      for (int n = 0; n < 4; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int reg = (n * 4 + e) * 32 + lane;
-          s[n][e] = ((s_x[(0 * 2 + rg) * 512 + reg] + s_x[(1 * 2 + rg) * 512 + reg]) + s_x[(2 * 2 + rg) * 512 + reg]) +
-                    s_x[(3 * 2 + rg) * 512 + reg];
-        }
-      if (!has_drafts && tile_k0 + kKeysPerTile <= kend && ri[0].valid && ri[1].valid) {
-        // The common tile: prefix keys only, all inside the split, both rows real: all visible.
-#pragma unroll
-        for (int n = 0; n < 4; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[n][e] *= scale2;
-      } else {
-#pragma unroll
-        for (int n = 0; n < 4; ++n)
+          for (int e = 0; e < 4; ++e) s[e] *= scale2;
+        } else {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const int k = tile_k0 + n * 8 + 2 * t4 + (e & 1);
-            const RowInfo& rw = ri[e >> 1];
-            bool vis = rw.valid && k < kend;
-            if (vis && k >= r.prefix) vis = mask_bit(a, mask_base, words_per_row, rw.draft, k - r.prefix);
-            s[n][e] = vis ? s[n][e] * scale2 : -INFINITY;
+            const int k = tile_k0 + skey + e;
+            bool vis = s_valid && k < kend;
+            if (vis && k >= r.prefix) vis = mask_bit(a, mask_base, words_per_row, s_draft, k - r.prefix);
+            s[e] = vis ? s[e] * scale2 : -INFINITY;
           }
-      }
-      float p[4][4];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int n = 0; n < 4; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
+        }
+        float mx = fmaxf(fmaxf(s[0], s[1]), fmaxf(s[2], s[3]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(m[h], mx);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+        const float m_new = fmaxf(m_run, mx);
         const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: avoid -inf - -inf
 #ifdef VATTN_PLANT_SKIP_RESCALE
         const float corr = 1.f;  // Planted bug: the running max moves but old terms are not rescaled.
 #else
-        const float corr = exp2f(m[h] - m_use);
+        const float corr = exp2f(m_run - m_use);
 #endif
-        float rowsum = 0.f;
+        float pe[4];
 #pragma unroll
-        for (int n = 0; n < 4; ++n) {
-          p[n][2 * h] = exp2f(s[n][2 * h] - m_use);
-          p[n][2 * h + 1] = exp2f(s[n][2 * h + 1] - m_use);
-          rowsum += p[n][2 * h] + p[n][2 * h + 1];
-        }
-        l[h] = l[h] * corr + rowsum;
-        m[h] = m_new;
+        for (int e = 0; e < 4; ++e) pe[e] = exp2f(s[e] - m_use);
+        l_run = l_run * corr + ((pe[0] + pe[1]) + (pe[2] + pe[3]));
+        m_run = m_new;
+        *reinterpret_cast<uint2*>(s_p + srow * kPStride + skey) =
+            make_uint2(pack_bf16x2(pe[0], pe[1]), pack_bf16x2(pe[2], pe[3]));
+        if ((lane & 7) == 0) s_corr[srow] = corr;
+      }
+      __syncthreads();  // P and the rescale factors are in
+
+      // ---- phase 3: O = O * corr + P V over output columns 64*warp.. of all 32 rows ----
+      {
+        float corr[2][2];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) corr[mt][h] = s_corr[mt * 16 + g + 8 * h];
         // Deep in a long prefix the running max rarely moves: corr is exactly 1 and the
         // rescale would change no bit, so the warp skips it when no lane needs it.
-        if (__any_sync(0xffffffffu, corr != 1.f)) {
+        if (__any_sync(0xffffffffu, corr[0][0] != 1.f || corr[0][1] != 1.f || corr[1][0] != 1.f || corr[1][1] != 1.f)) {
 #pragma unroll
-          for (int n = 0; n < 16; ++n) {
-            o[n][2 * h] *= corr;
-            o[n][2 * h + 1] *= corr;
-          }
+          for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int n = 0; n < 8; ++n) {
+              o[mt][n][0] *= corr[mt][0];
+              o[mt][n][1] *= corr[mt][0];
+              o[mt][n][2] *= corr[mt][1];
+              o[mt][n][3] *= corr[mt][1];
+            }
         }
-      }
-
-      // ---- O += P V over this warp's 128 output columns ----
-      if (!v_nonfinite) {
-        uint32_t pa[2][4];
+        if (!v_nonfinite) {
 #pragma unroll
-        for (int kk = 0; kk < 2; ++kk) {
-          pa[kk][0] = pack_bf16x2(p[2 * kk][0], p[2 * kk][1]);
-          pa[kk][1] = pack_bf16x2(p[2 * kk][2], p[2 * kk][3]);
-          pa[kk][2] = pack_bf16x2(p[2 * kk + 1][0], p[2 * kk + 1][1]);
-          pa[kk][3] = pack_bf16x2(p[2 * kk + 1][2], p[2 * kk + 1][3]);
-        }
+          for (int kk = 0; kk < 2; ++kk) {
+            uint32_t pa[2][4];
 #pragma unroll
-        for (int kk = 0; kk < 2; ++kk)
+            for (int mt = 0; mt < 2; ++mt)
+              ldmatrix_x4(pa[mt], s_p + (mt * 16 + (mat & 1) * 8 + mrow) * kPStride + kk * 16 + (mat >> 1) * 8);
 #pragma unroll
-          for (int np = 0; np < 8; ++np) {
-            uint32_t bv[4];
-            ldmatrix_x4_trans(bv, kv + (kk * 16 + (mat & 1) * 8 + mrow) * kSmemStride + qtr * 128 + np * 16 +
-                                      (mat >> 1) * 8);
-            mma_bf16_16816(o[2 * np], pa[kk], bv[0], bv[1]);
-            mma_bf16_16816(o[2 * np + 1], pa[kk], bv[2], bv[3]);
+            for (int np = 0; np < 4; ++np) {
+              uint32_t bv[4];
+              ldmatrix_x4_trans(bv, kv + (kk * 16 + (mat & 1) * 8 + mrow) * kSmemStride + warp * 64 + np * 16 +
+                                        (mat >> 1) * 8);
+#pragma unroll
+              for (int mt = 0; mt < 2; ++mt) {
+                mma_bf16_16816(o[mt][2 * np], pa[mt], bv[0], bv[1]);
+                mma_bf16_16816(o[mt][2 * np + 1], pa[mt], bv[2], bv[3]);
+              }
+            }
           }
-      } else {
-        // Rare path: skip zero probabilities explicitly so masked non-finite V never counts.
-        __syncthreads();  // every warp is done reading the S exchange
+        } else {
+          // Rare path: skip zero probabilities explicitly so masked non-finite V never counts.
+          for (int k = 0; k < kKeysPerTile; ++k) {
+            float pk[2][2];
 #pragma unroll
-        for (int n = 0; n < 4; ++n)
+            for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e)
-            my_x[(g + (e >> 1) * 8) * 32 + n * 8 + 2 * t4 + (e & 1)] = bf16_lo(pack_bf16x2(p[n][e], 0.f));
-        __syncwarp();
-        for (int k = 0; k < kKeysPerTile; ++k) {
-          const float p0 = my_x[g * 32 + k], p1 = my_x[(g + 8) * 32 + k];
-          const uint16_t* vrow = kv + k * kSmemStride + qtr * 128 + 2 * t4;
+              for (int h = 0; h < 2; ++h)
+                pk[mt][h] = __uint_as_float(static_cast<uint32_t>(s_p[(mt * 16 + g + 8 * h) * kPStride + k]) << 16);
+            const uint16_t* vrow = kv + k * kSmemStride + warp * 64 + 2 * t4;
 #pragma unroll
-          for (int n = 0; n < 16; ++n) {
-            const uint32_t vv = *reinterpret_cast<const uint32_t*>(vrow + n * 8);
-            const float v0 = bf16_lo(vv), v1 = bf16_hi(vv);
-            if (p0 != 0.f) { o[n][0] += p0 * v0; o[n][1] += p0 * v1; }
-            if (p1 != 0.f) { o[n][2] += p1 * v0; o[n][3] += p1 * v1; }
+            for (int n = 0; n < 8; ++n) {
+              const uint32_t vv = *reinterpret_cast<const uint32_t*>(vrow + n * 8);
+              const float v0 = bf16_lo(vv), v1 = bf16_hi(vv);
+#pragma unroll
+              for (int mt = 0; mt < 2; ++mt) {
+                if (pk[mt][0] != 0.f) { o[mt][n][0] += pk[mt][0] * v0; o[mt][n][1] += pk[mt][0] * v1; }
+                if (pk[mt][1] != 0.f) { o[mt][n][2] += pk[mt][1] * v0; o[mt][n][3] += pk[mt][1] * v1; }
+              }
+            }
           }
         }
       }
       if (warp == 0 && it + 2 < ntiles)
         s_src[(it + 2) % 3][lane] = resolve_key(a, r, qo_base, next_k, kend, next_slot, td, bad);
-      __syncthreads();  // stage and exchange buffers are free for the next tile
     }
 
-    // ---- finalize: every quarter warp holds the same m and l ----
+    // ---- finalize: softmax lanes publish 1/l and the LSE of their rows ----
     if (bad) atomicOr(&s_bad, 1);
+    {
+      float lt = l_run;
+      lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+      lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+      lt += __shfl_xor_sync(0xffffffffu, lt, 4);
+      if ((lane & 7) == 0) {
+        float lse2 = lt == 0.f ? -INFINITY : (m_run == -INFINITY ? 0.f : m_run) + log2f(lt);
+#ifdef VATTN_PLANT_EMPTY_SPLIT_NAN
+        if (ntiles == 0) lse2 = NAN;  // Planted bug: an empty split hands NaN to the merge.
+#endif
+        s_inv[srow] = lt == 0.f ? 0.f : 1.f / lt;
+        s_lse[srow] = lse2 * 0.6931471805599453f;
+      }
+    }
     __syncthreads();
     const bool poisoned = s_bad != 0;
     if (poisoned && threadIdx.x == 0) atomicOr(&p.header->error, VATTN_DEVERR_KV_INDEX);
-    float inv[2], lse2[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float lt = l[h];
-      lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-      lt += __shfl_xor_sync(0xffffffffu, lt, 2);
-      inv[h] = lt == 0.f ? 0.f : 1.f / lt;
-      lse2[h] = lt == 0.f ? -INFINITY : (m[h] == -INFINITY ? 0.f : m[h]) + log2f(lt);
-      if (poisoned) inv[h] = lse2[h] = NAN;
-#ifdef VATTN_PLANT_EMPTY_SPLIT_NAN
-      if (ntiles == 0) lse2[h] = NAN;  // Planted bug: an empty split hands NaN to the merge.
-#endif
-    }
     const bool direct = r.splits == 1;
     const int64_t slot = static_cast<int64_t>(r.partial_begin) + static_cast<int64_t>(rt) * r.splits + split;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int tr = rg * 16 + g + h * 8;  // row within the tile
-      if (direct && !ri[h].valid) continue;
-      const float lse_nat = lse2[h] * 0.6931471805599453f;
-      if (direct) {
-        uint32_t* dst = reinterpret_cast<uint32_t*>(a.out + (row0 + tr) * kDv + qtr * 128 + 2 * t4);
+    for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int n = 0; n < 16; ++n) dst[n * 4] = pack_bf16x2(o[n][2 * h] * inv[h], o[n][2 * h + 1] * inv[h]);
-        if (qtr == 0 && t4 == 0) a.lse[row0 + tr] = lse_nat;
-      } else {
-        float2* dst = reinterpret_cast<float2*>(p.partial_out + (slot * kRowsPerTile + tr) * kDv + qtr * 128 + 2 * t4);
+      for (int h = 0; h < 2; ++h) {
+        const int tr = mt * 16 + g + h * 8;  // row within the tile
+        if (direct && !valid[mt][h]) continue;
+        const float inv = poisoned ? NAN : s_inv[tr];
+        const float lse_nat = poisoned ? NAN : s_lse[tr];
+        if (direct) {
+          uint32_t* dst = reinterpret_cast<uint32_t*>(a.out + (row0 + tr) * kDv + warp * 64 + 2 * t4);
 #pragma unroll
-        for (int n = 0; n < 16; ++n) dst[n * 4] = make_float2(o[n][2 * h] * inv[h], o[n][2 * h + 1] * inv[h]);
-        if (qtr == 0 && t4 == 0) p.partial_lse[slot * kRowsPerTile + tr] = lse_nat;
+          for (int n = 0; n < 8; ++n) dst[n * 4] = pack_bf16x2(o[mt][n][2 * h] * inv, o[mt][n][2 * h + 1] * inv);
+          if (warp == 0 && t4 == 0) a.lse[row0 + tr] = lse_nat;
+        } else {
+          float2* dst = reinterpret_cast<float2*>(p.partial_out + (slot * kRowsPerTile + tr) * kDv + warp * 64 + 2 * t4);
+#pragma unroll
+          for (int n = 0; n < 8; ++n) dst[n * 4] = make_float2(o[mt][n][2 * h] * inv, o[mt][n][2 * h + 1] * inv);
+          if (warp == 0 && t4 == 0) p.partial_lse[slot * kRowsPerTile + tr] = lse_nat;
+        }
       }
-    }
-    __syncthreads();  // the next item reuses s_src and s_bad
+    __syncthreads();  // the next item reuses s_src, s_bad and the row statistics
   }
 }
 

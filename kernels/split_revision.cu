@@ -35,10 +35,10 @@ const DeviceFacts& device_facts(int dev) {
     f.error = cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, dev);
     if (f.error == cudaSuccess)
       f.error = cudaFuncSetAttribute(split_partial_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(kSmemKv + kSmemExchange));
+                                     static_cast<int>(kSmemBytes));
     if (f.error == cudaSuccess)
       f.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.partial_blocks_per_sm, split_partial_kernel, kThreads,
-                                                              kSmemKv + kSmemExchange);
+                                                              kSmemBytes);
     if (f.error == cudaSuccess && f.partial_blocks_per_sm < 1) f.error = cudaErrorInvalidConfiguration;
   });
   return facts[dev];
@@ -65,7 +65,7 @@ vattn_status caps(vattn_caps* c) {
   c->max_requests = kMaxRequests;
   c->max_splits = kMaxSplits;
   c->declared_memset_nodes = 0;
-  c->dynamic_smem_bytes = kSmemKv + kSmemExchange;
+  c->dynamic_smem_bytes = kSmemBytes;
   return VATTN_OK;
 }
 
@@ -151,7 +151,7 @@ vattn_status run(const vattn_args* a, const vattn_limits* lim, void* ws, size_t 
 #endif
 
   split_plan_kernel<<<1, kThreads, 0, stream>>>(p);
-  split_partial_kernel<<<p.grid_partial, kThreads, kSmemKv + kSmemExchange, stream>>>(p);
+  split_partial_kernel<<<p.grid_partial, kThreads, kSmemBytes, stream>>>(p);
   split_reduce_kernel<<<f.sms * 2, kThreads, 0, stream>>>(p);
 #ifdef VATTN_UNSAFE_SYNC
   // Unsafe: waits for its own work. Capture refuses it; eager calls block the host.
