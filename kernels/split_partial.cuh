@@ -167,19 +167,25 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
     __syncthreads();
 
     // 8 threads per KV row, 9 chunks of 16 B each: one row pointer per thread and tile.
-    auto issue_tile = [&](int j) {
+    // 8 threads per KV row, 9 chunks of 16 B each. A tile's copies are issued in three parts
+    // spread over the previous tile's work (two and three chunks between the S mma steps,
+    // four after the softmax): issued all at once they stall the warps for ~850 cycles (the
+    // memory system takes a tile's requests only so fast) with no math to overlap.
+    auto issue_part = [&](int j, int i0, int i1) {
       uint16_t* dst = s_kv + (j % kStages) * kKeysPerTile * kSmemStride;
       const int row = threadIdx.x >> 3, ch0 = threadIdx.x & 7;
       const uint16_t* src = s_src[j % 3][row];
+      const bool read = src != nullptr;
+      // Unread rows (zero fill) still name a mapped address: the start of the pool.
+      const uint16_t* from = (read ? src : a.kv_pool) + ch0 * 8;
+      uint16_t* to = dst + row * kSmemStride + ch0 * 8;
 #pragma unroll
-      for (int i = 0; i < kChunksPerRow / 8; ++i) {
-        const int ch = ch0 + 8 * i;
-        cp_async_16(dst + row * kSmemStride + ch * 8, src ? src + ch * 8 : a.kv_pool, src != nullptr);
-      }
-      cp_async_commit();
+      for (int i = 0; i < kChunksPerRow / 8; ++i)
+        if (i >= i0 && i < i1) cp_async_16(to + 64 * i, read ? from + 64 * i : from, read);
     };
-    static_assert(kThreads == 8 * kKeysPerTile && kChunksPerRow % 8 == 0, "issue_tile: 8 threads per KV row");
-    if (ntiles > 0) issue_tile(0);
+    static_assert(kThreads == 8 * kKeysPerTile && kChunksPerRow == 72, "issue_part: 8 threads x 9 chunks per KV row");
+    if (ntiles > 0) issue_part(0, 0, 9);
+    cp_async_commit();
 
     for (int it = 0; it < ntiles; ++it) {
       const int next_k = kbeg + (it + 2) * kKeysPerTile + lane;
@@ -187,7 +193,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
       const int32_t next_slot = (warp == 0 && it + 2 < ntiles) ? prefetch_slot(a, r, kv_base, next_k, kend) : -1;
       cp_async_wait<0>();
       __syncthreads();  // tile `it` is in; every warp is past the previous tile's P.V
-      if (it + 1 < ntiles) issue_tile(it + 1);
+      const bool load_next = it + 1 < ntiles;
       const uint16_t* kv = s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
       const int tile_k0 = kbeg + it * kKeysPerTile;
       const bool has_drafts = tile_k0 + kKeysPerTile > r.prefix;
@@ -209,6 +215,8 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
             mma_bf16_16816(acc[mt][0], qf[mt][ks], bk[0], bk[1]);
             mma_bf16_16816(acc[mt][1], qf[mt][ks], bk[2], bk[3]);
           }
+          if (ks == 0 && load_next) issue_part(it + 1, 0, 2);
+          if (ks == 4 && load_next) issue_part(it + 1, 2, 5);
         }
         float* x = s_x + dq * kRowsPerTile * kXStride;
 #pragma unroll
@@ -283,6 +291,8 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
             make_uint2(pack_bf16x2(pe[0], pe[1]), pack_bf16x2(pe[2], pe[3]));
         if ((lane & 7) == 0) s_corr[srow] = corr;
       }
+      if (load_next) issue_part(it + 1, 5, 9);
+      cp_async_commit();
       __syncthreads();  // P and the rescale factors are in
 
       // ---- phase 3: O = O * corr + P V over output columns 64*warp.. of all 32 rows ----

@@ -23,68 +23,77 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
       a.lse[i] = NAN;
     return;
   }
-  // One warp per output row: 8 rows per block, 4 blocks per row tile. The split loop is a
-  // chain of L2 round trips, so lanes first read all splits' LSEs at once, then the partial
-  // rows stream in with several splits in flight.
-  const int total = p.header->total_reduce * (kRowsPerTile / 8);
+  // One warp per (row, quarter of the 512 output columns): a lane owns four columns. The
+  // split loop is a chain of L2 round trips, so a warp first turns the row's split LSEs into
+  // weights (lane s holds split s of each group of 32), then streams the partial rows with
+  // eight splits in flight, taking each weight from its lane by a shuffle.
+  constexpr int kQuarters = 4;
+  const int total_warps = p.header->total_reduce * kRowsPerTile * kQuarters;
   const int H = a.num_heads;
-  for (int item = blockIdx.x; item < total; item += gridDim.x) {
-    const int tile_item = item / (kRowsPerTile / 8);
+  for (int wi = blockIdx.x * (kThreads / 32) + warp; wi < total_warps; wi += gridDim.x * (kThreads / 32)) {
+    const int tile_item = wi / (kRowsPerTile * kQuarters);
+    const int tr = (wi / kQuarters) % kRowsPerTile;  // row within the tile
+    const int quarter = wi % kQuarters;
     const int b = find_request(a.num_requests, tile_item, [&](int i) { return p.requests[i].reduce_begin; });
     const RequestPlan r = p.requests[b];
     const int rt = tile_item - r.reduce_begin;
-    const int tr = (item % (kRowsPerTile / 8)) * 8 + warp;  // row within the tile
     if (rt * kRowsPerTile + tr >= r.drafts * H) continue;
     const int64_t row0 = static_cast<int64_t>(a.qo_indptr[b]) * H + static_cast<int64_t>(rt) * kRowsPerTile;
     const int64_t slot0 = static_cast<int64_t>(r.partial_begin) + static_cast<int64_t>(rt) * r.splits;
+    auto split_lse = [&](int s) { return s < r.splits ? p.partial_lse[(slot0 + s) * kRowsPerTile + tr] : -INFINITY; };
 
     float mx = -INFINITY;
     bool nan = false;
-    for (int s = lane; s < r.splits; s += 32) {
-      const float v = p.partial_lse[(slot0 + s) * kRowsPerTile + tr];
+    for (int s0 = 0; s0 < r.splits; s0 += 32) {
+      const float v = split_lse(s0 + lane);
       nan |= isnan(v);
       mx = fmaxf(mx, v);  // fmaxf drops NaN, hence the explicit flag
     }
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     nan = __any_sync(0xffffffffu, nan);
 
-    float acc[16];
-#pragma unroll
-    for (int j = 0; j < 16; ++j) acc[j] = 0.f;
-    float wsum = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    float wpart = 0.f;  // this lane's share of the weight sum
     if (mx != -INFINITY) {
-#pragma unroll 4
-      for (int s = 0; s < r.splits; ++s) {
-        const float ls = p.partial_lse[(slot0 + s) * kRowsPerTile + tr];
+      const float4* src = reinterpret_cast<const float4*>(p.partial_out + (slot0 * kRowsPerTile + tr) * kDv) +
+                          quarter * 32 + lane;
+      const int64_t split_stride = static_cast<int64_t>(kRowsPerTile) * kDv / 4;  // float4s between splits
+      for (int s0 = 0; s0 < r.splits; s0 += 32) {
+        const float ls = split_lse(s0 + lane);
 #ifdef VATTN_PLANT_LOG2_MERGE
-        const float w = exp2f(ls - mx);  // Planted bug: weights in base 2 although lse is natural.
+        const float w_mine = exp2f(ls - mx);  // Planted bug: weights in base 2 although lse is natural.
 #else
-        const float w = ls == -INFINITY ? 0.f : expf(ls - mx);
-#endif
         // An empty split holds o = 0, lse = -inf: weight 0, and its (finite) zeros add nothing.
-        wsum += w;
-        const float4* src = reinterpret_cast<const float4*>(p.partial_out + ((slot0 + s) * kRowsPerTile + tr) * kDv);
+        const float w_mine = ls == -INFINITY ? 0.f : expf(ls - mx);
+#endif
+        wpart += w_mine;
+        const int n = min(32, r.splits - s0);
+        for (int j0 = 0; j0 < n; j0 += 8) {
+          float4 v[8];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const float4 v = src[j * 32 + lane];
-          acc[4 * j] += w * v.x;
-          acc[4 * j + 1] += w * v.y;
-          acc[4 * j + 2] += w * v.z;
-          acc[4 * j + 3] += w * v.w;
+          for (int u = 0; u < 8; ++u)  // all eight loads in flight before the first use
+            v[u] = j0 + u < n ? src[(s0 + j0 + u) * split_stride] : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+          for (int u = 0; u < 8; ++u) {
+            if (j0 + u >= n) break;
+            const float w = __shfl_sync(0xffffffffu, w_mine, j0 + u);
+            acc.x += w * v[u].x;
+            acc.y += w * v[u].y;
+            acc.z += w * v[u].z;
+            acc.w += w * v[u].w;
+          }
         }
       }
     }
+    float wsum = wpart;
+    for (int o = 16; o > 0; o >>= 1) wsum += __shfl_xor_sync(0xffffffffu, wsum, o);
     const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
     float lse = mx == -INFINITY ? -INFINITY : mx + logf(wsum);
     if (nan) lse = NAN;
-    uint2* dst = reinterpret_cast<uint2*>(a.out + (row0 + tr) * kDv);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float f = nan ? NAN : inv;
-      dst[j * 32 + lane] = make_uint2(pack_bf16x2(acc[4 * j] * f, acc[4 * j + 1] * f),
-                                      pack_bf16x2(acc[4 * j + 2] * f, acc[4 * j + 3] * f));
-    }
-    if (lane == 0) a.lse[row0 + tr] = lse;
+    const float f = nan ? NAN : inv;
+    uint2* dst = reinterpret_cast<uint2*>(a.out + (row0 + tr) * kDv) + quarter * 32 + lane;
+    *dst = make_uint2(pack_bf16x2(acc.x * f, acc.y * f), pack_bf16x2(acc.z * f, acc.w * f));
+    if (quarter == 0 && lane == 0) a.lse[row0 + tr] = lse;
   }
 }
 
