@@ -354,6 +354,15 @@ rc::Gen<Recipe> gen_recipe(const GenBudget& budget) {
 rc::Seq<Recipe> shrink_recipe(const Recipe& r) {
   std::vector<Recipe> out;
   const size_t B = std::min(r.prefix.size(), r.drafts.size());
+  // One candidate per value RapidCheck offers between an integer field and its target.
+  auto shrink_int = [&r, &out](auto value, decltype(value) target, auto set) {
+    auto s = rc::shrink::towards(value, target);
+    while (auto v = s.next()) {
+      Recipe c = r;
+      set(c, *v);
+      out.push_back(std::move(c));
+    }
+  };
   // Fewer requests first: the largest simplification, and it keeps the rest unchanged.
   if (B > 1) {
     std::vector<std::pair<int, int>> reqs;
@@ -377,22 +386,8 @@ rc::Seq<Recipe> shrink_recipe(const Recipe& r) {
     c.heads = h;
     out.push_back(std::move(c));
   }
-  for (size_t b = 0; b < B; ++b) {
-    auto s = rc::shrink::towards(r.prefix[b], 0);
-    while (auto v = s.next()) {
-      Recipe c = r;
-      c.prefix[b] = *v;
-      out.push_back(std::move(c));
-    }
-  }
-  for (size_t b = 0; b < B; ++b) {
-    auto s = rc::shrink::towards(r.drafts[b], 1);
-    while (auto v = s.next()) {
-      Recipe c = r;
-      c.drafts[b] = *v;
-      out.push_back(std::move(c));
-    }
-  }
+  for (size_t b = 0; b < B; ++b) shrink_int(r.prefix[b], 0, [b](Recipe& c, auto v) { c.prefix[b] = v; });
+  for (size_t b = 0; b < B; ++b) shrink_int(r.drafts[b], 1, [b](Recipe& c, auto v) { c.drafts[b] = v; });
   simpler_names(r, &Recipe::tree, tree_kinds(), out);
   simpler_names(r, &Recipe::layout, pool_layouts(), out);
   simpler_names(r, &Recipe::profile, value_profiles(), out);
@@ -401,14 +396,7 @@ rc::Seq<Recipe> shrink_recipe(const Recipe& r) {
     c.poison = false;
     out.push_back(std::move(c));
   }
-  {
-    auto s = rc::shrink::towards(r.splits, 0);
-    while (auto v = s.next()) {
-      Recipe c = r;
-      c.splits = *v;
-      out.push_back(std::move(c));
-    }
-  }
+  shrink_int(r.splits, 0, [](Recipe& c, auto v) { c.splits = v; });
   // Another seed is another case, so it rarely still fails; tried last, it only makes the
   // printed line shorter when the failure does not depend on the data.
   if (r.seed != 1) {
