@@ -23,11 +23,6 @@ constexpr int kKSteps = kQuarterDims / 16;
 constexpr int kChunksPerRow = kDqk / 8;  // 16-byte chunks per KV row
 static_assert(kQuarterDims % 16 == 0, "d_qk quarter must be whole mma k-steps");
 
-struct RowInfo {
-  bool valid;   // inside the request's T_b * H rows
-  int draft;    // draft index i of the row (row / H)
-};
-
 __device__ __forceinline__ bool mask_bit(const vattn_args& a, int64_t mask_base, int words_per_row, int i, int j) {
 #ifdef VATTN_PLANT_MASK_OVERREAD
   // Planted bug: reads the mask of the next draft row (one row past the right one).
@@ -342,7 +337,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
             for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
               for (int h = 0; h < 2; ++h)
-                pk[mt][h] = __uint_as_float(static_cast<uint32_t>(s_p[(mt * 16 + g + 8 * h) * kPStride + k]) << 16);
+                pk[mt][h] = bf16_lo(s_p[(mt * 16 + g + 8 * h) * kPStride + k]);
             const uint16_t* vrow = kv + k * kSmemStride + warp * 64 + 2 * t4;
 #pragma unroll
             for (int n = 0; n < 8; ++n) {
