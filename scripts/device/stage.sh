@@ -3,12 +3,13 @@
 # need only libc there) and stages what `ctest -L gpu` needs into .device/ (git-ignored),
 # small enough to travel. Then, on the GPU machine, from the repository root:
 #     bash scripts/device/run.sh [--sanitize] [ctest args...]
-# Extra CMake options (e.g. -DVATTN_BUILD_PLANTED=ON) pass through VATTN_DEVICE_CMAKE_ARGS.
+# CMake options pass through VATTN_DEVICE_CMAKE_ARGS (default -DVATTN_BUILD_PLANTED=ON: the
+# session runs the tests of the tests, which need the deliberately broken revisions).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build="$root/build-device"
 stage="$root/.device"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVATTN_PORTABLE=ON ${VATTN_DEVICE_CMAKE_ARGS:-} >/dev/null
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVATTN_PORTABLE=ON ${VATTN_DEVICE_CMAKE_ARGS:--DVATTN_BUILD_PLANTED=ON} >/dev/null
 cmake --build "$build" -j "$(nproc)" ${VATTN_DEVICE_TARGETS:+--target $VATTN_DEVICE_TARGETS}
 rm -rf "$stage" && mkdir -p "$stage/build"
 # ctest needs its CTestTestfile.cmake files, the test lists written by Catch's discovery,

@@ -245,7 +245,7 @@ TEST_CASE("tolerance fails planted bugs for the right reason", "[tolerance]") {
   }
 }
 
-TEST_CASE("a comparison against an all-zero reference fails; an all-empty case need not", "[tolerance]") {
+TEST_CASE("a comparison against an all-zero reference fails, an all-empty case need not", "[tolerance]") {
   SECTION("zero values with non-empty rows: ref_norm fires") {
     Case c = build({{20, {-1, 0}}}, 5);
     for (size_t row = 0; row < static_cast<size_t>(c.n_rows()); ++row)

@@ -44,7 +44,7 @@ TEST_CASE("kernel property: long contexts agree with the naive GPU oracle", "[gp
   });
 }
 
-TEST_CASE("kernel property: split counts agree within tolerance; each count is honoured", "[gpu][property]") {
+TEST_CASE("kernel property: split counts agree within tolerance and each count is honoured", "[gpu][property]") {
   const GenBudget b = gpu_budget("medium");
   rc_prop("split invariance", [b] {
     const Recipe r = *gen_recipe(b);
