@@ -21,7 +21,8 @@ constexpr int kMaxDraftsPerRequest = 1025;
 constexpr int64_t kMaxPrefix = 262144;
 constexpr int kMaxRequests = 1024;  // the plan kernel scans requests in one block
 constexpr int kMaxSplits = 256;
-constexpr int kMinKeysPerSplit = 128;
+constexpr int kMinTilesPerSplit = 4;  // the planner never cuts a request finer than this
+constexpr int kMinKeysPerSplit = kMinTilesPerSplit * kKeysPerTile;
 
 constexpr int kXStride = kKeysPerTile + 8;  // floats per row of an S partial: conflict-free float2 stores
 constexpr int kPStride = kKeysPerTile + 8;  // bf16 per row of P: ldmatrix rows on distinct banks

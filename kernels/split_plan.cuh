@@ -68,18 +68,28 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
     r.drafts = s_drafts[b];
     r.row_tiles = ceil_div(r.drafts * H, kRowsPerTile);
     const int keys = r.prefix + r.drafts;
-    int s = forced;
-    if (forced == 0) {
-      const int64_t by_share = static_cast<int64_t>(p.target_items) * keys / (key_work > 0 ? key_work : 1);
-      const int64_t by_length = keys / kMinKeysPerSplit;  // splits shorter than this cost more than they give
-      s = static_cast<int>(by_share < by_length ? by_share : by_length);
+    int s;
+    if (forced != 0) {
+      s = forced < p.max_splits ? forced : p.max_splits;
+      // Forced counts may exceed the tiles: the trailing splits are empty, on purpose.
+      r.chunk = ceil_div(ceil_div(keys, s), kKeysPerTile) * kKeysPerTile;
+    } else {
+      // Whole tiles per split: as few as this request's share of the wave allows, never fewer
+      // than kMinTilesPerSplit (shorter splits cost more than they give). The count is then
+      // recomputed from the rounded chunk, so no automatic split is left empty: 129 tiles on a
+      // share of 33 give 33 splits of 4 tiles (sizing by keys first gave 26 of 5).
+      const int tiles = ceil_div(keys, kKeysPerTile);
+      int64_t share = static_cast<int64_t>(p.target_items) * keys / (key_work > 0 ? key_work : 1);
+      if (share > p.max_splits) share = p.max_splits;
+      if (share < 1) share = 1;
+      int per_split = ceil_div(tiles, static_cast<int>(share));
+      if (per_split < kMinTilesPerSplit) per_split = kMinTilesPerSplit;
+      s = ceil_div(tiles, per_split);
+      if (s < 1) s = 1;  // keys == 0 cannot happen (T_b >= 1), kept for safety
+      r.chunk = per_split * kKeysPerTile;
     }
-    if (s < 1) s = 1;
-    if (s > p.max_splits) s = p.max_splits;
     r.splits = s;
     if (static_cast<uint32_t>(s) > h->splits_used) h->splits_used = static_cast<uint32_t>(s);
-    // Forced counts may exceed the tiles: the trailing splits are empty, on purpose.
-    r.chunk = ceil_div(ceil_div(keys, s), kKeysPerTile) * kKeysPerTile;
     r.work_begin = work;
     r.partial_begin = partial;  // begins stay non-decreasing so items can be found by bisection
     r.reduce_begin = reduce;

@@ -14,7 +14,13 @@ constexpr uint32_t kDevErrFatal = VATTN_DEVERR_INDPTR | VATTN_DEVERR_LIMITS | VA
 __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_constant__ SplitParams p) {
   const vattn_args& a = p.a;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (p.header->error & kDevErrFatal) {
+  // The plan is read while the error word is still in flight (unused when the plan failed).
+  __shared__ int32_t s_reduce_begin[kMaxRequests];
+  const uint32_t error = p.header->error;
+  const int total_reduce = p.header->total_reduce;
+  for (int b = threadIdx.x; b < a.num_requests; b += blockDim.x) s_reduce_begin[b] = p.requests[b].reduce_begin;
+  __syncthreads();
+  if (error & kDevErrFatal) {
     const int64_t rows = a.n_q * a.num_heads;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * kDv; i += stride)
@@ -26,15 +32,18 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
   // One warp per (row, quarter of the 512 output columns): a lane owns four columns. The
   // split loop is a chain of L2 round trips, so a warp first turns the row's split LSEs into
   // weights (lane s holds split s of each group of 32), then streams the partial rows with
-  // eight splits in flight, taking each weight from its lane by a shuffle.
+  // sixteen splits in flight, taking each weight from its lane by a shuffle. Each request's
+  // first reduce item is copied to shared memory once, so finding a warp's request costs no
+  // chain of dependent global loads.
   constexpr int kQuarters = 4;
-  const int total_warps = p.header->total_reduce * kRowsPerTile * kQuarters;
+  constexpr int kInFlight = 16;
+  const int total_warps = total_reduce * kRowsPerTile * kQuarters;
   const int H = a.num_heads;
   for (int wi = blockIdx.x * (kThreads / 32) + warp; wi < total_warps; wi += gridDim.x * (kThreads / 32)) {
     const int tile_item = wi / (kRowsPerTile * kQuarters);
     const int tr = (wi / kQuarters) % kRowsPerTile;  // row within the tile
     const int quarter = wi % kQuarters;
-    const int b = find_request(a.num_requests, tile_item, [&](int i) { return p.requests[i].reduce_begin; });
+    const int b = find_request(a.num_requests, tile_item, [&](int i) { return s_reduce_begin[i]; });
     const RequestPlan r = p.requests[b];
     const int rt = tile_item - r.reduce_begin;
     if (rt * kRowsPerTile + tr >= r.drafts * H) continue;
@@ -68,19 +77,22 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
 #endif
         wpart += w_mine;
         const int n = min(32, r.splits - s0);
-        for (int j0 = 0; j0 < n; j0 += 8) {
-          float4 v[8];
+        for (int j0 = 0; j0 < n; j0 += kInFlight) {
+          float4 v[kInFlight];
+          float w[kInFlight];
 #pragma unroll
-          for (int u = 0; u < 8; ++u)  // all eight loads in flight before the first use
-            v[u] = j0 + u < n ? src[(s0 + j0 + u) * split_stride] : make_float4(0.f, 0.f, 0.f, 0.f);
+          for (int u = 0; u < kInFlight; ++u) {  // all loads in flight before the first use
+            w[u] = __shfl_sync(0xffffffffu, w_mine, (j0 + u) & 31);
+            // A split of weight 0 (empty, or every key masked) is not read at all.
+            v[u] = j0 + u < n && w[u] != 0.f ? src[(s0 + j0 + u) * split_stride] : make_float4(0.f, 0.f, 0.f, 0.f);
+          }
 #pragma unroll
-          for (int u = 0; u < 8; ++u) {
+          for (int u = 0; u < kInFlight; ++u) {
             if (j0 + u >= n) break;
-            const float w = __shfl_sync(0xffffffffu, w_mine, j0 + u);
-            acc.x += w * v[u].x;
-            acc.y += w * v[u].y;
-            acc.z += w * v[u].z;
-            acc.w += w * v[u].w;
+            acc.x += w[u] * v[u].x;
+            acc.y += w[u] * v[u].y;
+            acc.z += w[u] * v[u].z;
+            acc.w += w[u] * v[u].w;
           }
         }
       }
