@@ -4,17 +4,21 @@
 
 #include "args.h"
 #include "bench.h"
+#include "case.h"
 #include "commands.h"
 #include "cuda_check.h"
+#include "revision.h"
 
 namespace vattn::cli {
 
 int cmd_bench(int argc, char** argv) {
-  Args args("bench", "vattn bench [options]",
-            "Times a kernel revision on K2.6 verify shapes (H=8, d_qk 576, d_v 512, scattered KV slots): median of "
-            "CUDA-event timings after warm-up, eager and CUDA-graph replay; GB/s counts unique bytes (KV + q + out), "
-            "TFLOP/s = B*T*H*(P+T)*2*(d_qk+d_v); roofline = max(bytes / copy bandwidth, flops / mma.sync peak), both "
-            "ceilings measured at the start of the run.");
+  Args args("bench", "[options]",
+            "Times a kernel revision on K2.6 verify shapes (H=8, d_qk 576, d_v 512, scattered KV slots).\n"
+            "Median of CUDA-event timings after warm-up in three modes: eager calls, CUDA-graph replay,\n"
+            "and the replay queued behind a gate kernel (no host launch latency: its cost inside a\n"
+            "larger graph). GB/s counts unique bytes (KV + q + out); TFLOP/s = B*T*H*(P+T)*2*(d_qk+d_v);\n"
+            "roofline = max(bytes / copy bandwidth, flops / mma.sync peak), both ceilings measured at\n"
+            "the start of the run. Needs a CUDA device.");
   args.option("kernel", "NAME|LIB.so", "kernel revision", "split-v1")
       .option("prefix", "LIST", "prefix lengths P", "4096,16384,65536,91000,131072")
       .option("batch", "LIST", "batch sizes B", "1,8")
@@ -23,25 +27,48 @@ int cmd_bench(int argc, char** argv) {
       .option("max-splits", "N", "plan limit on splits", "128")
       .option("json", "FILE", "also write the results as JSON")
       .example("vattn bench --prefix 16384 --batch 1 --drafts 16", "one case");
-  if (!args.parse(argc, argv)) return kExitOk;
   BenchOptions opt;
-  opt.kernel = args.get("kernel", "split-v1");
-  if (args.has("prefix")) opt.prefixes = parse_int_list("--prefix", args.get("prefix"), 0, 262144);
-  if (args.has("batch")) opt.batches = parse_int_list("--batch", args.get("batch"), 1, 1024);
-  if (args.has("drafts")) opt.drafts = parse_int_list("--drafts", args.get("drafts"), 1, 1025);
-  opt.reps = static_cast<int>(args.get_int("reps", 30, 1, 100000));
-  opt.max_splits = static_cast<int>(args.get_int("max-splits", 128, 1, 256));
+  try {
+    if (!args.parse(argc, argv)) return kExitOk;
+    opt.kernel = args.get("kernel", "split-v1");
+    if (args.has("prefix")) opt.prefixes = parse_int_list("prefix", args.get("prefix"), 0, 262144);
+    if (args.has("batch")) opt.batches = parse_int_list("batch", args.get("batch"), 1, 1024);
+    if (args.has("drafts")) opt.drafts = parse_int_list("drafts", args.get("drafts"), 1, 1025);
+    opt.reps = static_cast<int>(args.get_int("reps", 30, 1, 100000));
+    opt.max_splits = static_cast<int>(args.get_int("max-splits", 128, 1, 256));
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "vattn bench: %s\n(see vattn bench --help)\n", e.what());
+    return kExitBadInput;
+  }
+  // The revision is checked before the device, the output path before the first timing.
+  try {
+    (void)load_revision(opt.kernel);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "vattn bench: --kernel %s: %s\n", opt.kernel.c_str(), e.reason().c_str());
+    return kExitBadInput;
+  }
   if (cuda_device_count() == 0) {
     std::fprintf(stderr, "vattn bench: no CUDA device visible; nothing was timed\n");
+    return kExitBadInput;
+  }
+  const std::string json_path = args.has("json") ? args.get("json") : "";
+  if (!json_path.empty() && !std::ofstream(json_path, std::ios::app)) {
+    std::fprintf(stderr, "vattn bench: --json %s: cannot open the file for writing\n", json_path.c_str());
     return kExitBadInput;
   }
   const BenchReport rep = run_bench(opt, [](const BenchRow& r) {
     std::fprintf(stderr, "bench: B=%d T=%d P=%d done (graph %.1f us)\n", r.batch, r.drafts, r.prefix, r.graph_us);
   });
   std::fputs(bench_table(rep).c_str(), stdout);
-  if (args.has("json")) {
-    std::ofstream(args.get("json")) << bench_json(rep);
-    std::printf("wrote %s\n", args.get("json").c_str());
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << bench_json(rep);
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "vattn bench: --json %s: writing the results failed\n", json_path.c_str());
+      return kExitBadInput;
+    }
+    std::printf("wrote %s\n", json_path.c_str());
   }
   return kExitOk;
 }

@@ -1,7 +1,10 @@
 // `vattn bench`: the kernel-level benchmark protocol. For each (batch, drafts/tree, prefix):
 // scattered KV slots, inputs rotated through enough copies to defeat the L2, median of
 // per-launch CUDA-event timings after warm-up, eager and CUDA-graph replay, compared with a
-// roofline from ceilings measured in the same run.
+// roofline from ceilings measured in the same run. A third mode times the graph replay
+// queued behind a gate kernel, so the GPU never waits for the host to submit it: the time
+// the call takes inside a larger graph (a serving step), without the host launch latency
+// that the first two include when the GPU is idle.
 #pragma once
 
 #include <functional>
@@ -19,6 +22,7 @@ struct BenchOptions {
   int max_splits = 128;
   int reps = 30;
   int warmup = 5;
+  int gate_us = 200;  // the queued mode's gate: longer than the host needs to submit a replay
   unsigned long long seed = 1;
 };
 
@@ -26,7 +30,7 @@ struct BenchRow {
   int batch = 0, drafts = 0, prefix = 0;
   std::string tree;
   int splits_used = 0;
-  double eager_us = 0, graph_us = 0;
+  double eager_us = 0, graph_us = 0, queued_us = 0;
   double bytes = 0, flops = 0;
   double roofline_us = 0;  // max(bytes / copy bandwidth, flops / mma peak)
 };
@@ -34,6 +38,7 @@ struct BenchRow {
 struct BenchReport {
   std::string device, kernel;
   int sms = 0;
+  int gate_us = 0;
   double copy_gbps = 0, mma_tflops = 0;
   std::vector<BenchRow> rows;
 };
