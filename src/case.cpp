@@ -1,5 +1,6 @@
 #include "case.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -135,6 +136,19 @@ void validate(const Case& c) {
   if (!c.kv_slot_ids.empty()) k.size_is(c.kv_slot_ids.size(), static_cast<size_t>(rows), "kv_slot_ids", "n_rows");
   for (size_t i = 0; i < c.kv_slot_ids.size(); ++i) {
     if (c.kv_slot_ids[i] < 0) k.fail("kv_slot_ids", "entry " + std::to_string(i) + " is negative");
+  }
+  {  // each stored row came from its own pool slot
+    std::vector<std::pair<int64_t, size_t>> by_slot;
+    by_slot.reserve(c.kv_slot_ids.size());
+    for (size_t i = 0; i < c.kv_slot_ids.size(); ++i) by_slot.emplace_back(c.kv_slot_ids[i], i);
+    std::sort(by_slot.begin(), by_slot.end());
+    for (size_t i = 1; i < by_slot.size(); ++i) {
+      if (by_slot[i].first == by_slot[i - 1].first) {
+        k.fail("kv_slot_ids", "entries " + std::to_string(by_slot[i - 1].second) + " and " +
+                                  std::to_string(by_slot[i].second) + " both name slot " +
+                                  std::to_string(by_slot[i].first) + " (each stored row comes from its own slot)");
+      }
+    }
   }
 
   int64_t mask_total = 0;

@@ -66,6 +66,19 @@ struct Case {
   bool visible(int b, int i, int j) const {
     return draft_mask[static_cast<size_t>(draft_mask_indptr[b] + static_cast<int64_t>(i) * drafts(b) + j)] != 0;
   }
+  // |K(b,i)|: the prefix plus the drafts row i of request b may see (validated cases only).
+  int64_t visible_keys(int b, int i) const {
+    int64_t k = prefix_len(b);
+    for (int j = 0; j < drafts(b); ++j) k += visible(b, i, j) ? 1 : 0;
+    return k;
+  }
+  // Whether any row has a key at all (if none, every output row is empty by definition).
+  bool any_row_has_keys() const {
+    for (int b = 0; b < num_requests(); ++b)
+      for (int i = 0; i < drafts(b); ++i)
+        if (visible_keys(b, i) > 0) return true;
+    return false;
+  }
   const StoredOutput* find_output(const std::string& producer) const;
 
   // One line naming the case's shape, e.g. "B=2 H=8 P=[4099,0] T=[17,1] (recipe: ...)".

@@ -99,7 +99,9 @@ int64_t read_int_attr(hid_t loc, const char* name, const Where& w) {
 double read_float_attr(hid_t loc, const char* name, const Where& w) {
   Type type;
   const Attr a = open_scalar(loc, name, w, type);
-  if (H5Tget_class(type.get()) != H5T_FLOAT) {
+  // float64 only: a float32 scale would be widened silently, and replay would then recompute
+  // with another scale than the server used.
+  if (H5Tget_class(type.get()) != H5T_FLOAT || H5Tget_size(type.get()) != 8) {
     w.read_error(quoted(name) + ": expected float64, found " + type_name(type.get()));
   }
   double value = 0;

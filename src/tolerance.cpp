@@ -152,8 +152,7 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
   bool any_nonempty = false;
   for (int b = 0; b < c.num_requests(); ++b) {
     for (int i = 0; i < c.drafts(b); ++i) {
-      int64_t k = c.prefix_len(b);
-      for (int j = 0; j < c.drafts(b); ++j) k += c.visible(b, i, j) ? 1 : 0;
+      const int64_t k = c.visible_keys(b, i);
       any_nonempty = any_nonempty || k > 0;
       const size_t row0 = static_cast<size_t>((c.qo_indptr[static_cast<size_t>(b)] + i) * H);
       std::fill(keys_of_row.begin() + static_cast<int64_t>(row0), keys_of_row.begin() + static_cast<int64_t>(row0) + H, k);

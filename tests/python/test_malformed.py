@@ -89,8 +89,11 @@ CORRUPTIONS = [
     ("decreasing qo_indptr", "case", decreasing_indptr, "qo_indptr"),
     ("kv_draft missing", "case", drop("kv_draft"), "kv_draft"),
     ("q stored as float32", "case", lambda g: replace_dataset("q", g["q"][()].astype(np.float32))(g), "q"),
+    ("duplicate pool slot", "case", lambda g: g.create_dataset(
+        "kv_slot_ids", data=np.zeros(g["kv_pool"].shape[0], dtype=np.int64)), "kv_slot_ids"),
     ("sm_scale negative", "case", set_attr("sm_scale", -1.0), "sm_scale"),
     ("sm_scale NaN", "case", set_attr("sm_scale", float("nan")), "sm_scale"),
+    ("sm_scale float32", "case", set_attr("sm_scale", np.float32(0.1446796)), "sm_scale"),
     ("num_heads wrong", "case", set_attr("num_heads", np.int32(3)), "num_heads"),
     ("oracle lse too short", "case", short_lse, "lse"),
     ("not a vattn file", "root", set_attr("format", "something-else"), "format"),
@@ -139,6 +142,26 @@ def main():
         print(f"{'ok  ' if ok else 'BAD '} replay half-broken file: exit {p.returncode}: {p.stderr.strip()}")
         if not ok:
             problems.append(f"half-broken file: exit {p.returncode}; stdout:\n{p.stdout}")
+
+        # Valid structure, but q and the stored oracle all NaN: the stored-oracle check must not
+        # pass a comparison that could not fail (exit 1, failure "ref_norm").
+        nan_path = os.path.join(tmp, "all_nan.h5")
+        shutil.copy(args.fixture, nan_path)
+        with h5py.File(nan_path, "r+") as f:
+            g = f["cases"][case_name]
+            replace_dataset("q", np.full(g["q"].shape, 0x7FC0, dtype=np.uint16))(g)
+            g["q"].attrs["dtype"] = "bfloat16"
+            for producer in list(g["outputs"]):
+                if producer != "oracle_fp64":
+                    del g["outputs"][producer]
+            o = g["outputs/oracle_fp64"]
+            for name in ("out", "lse"):
+                replace_dataset(name, np.full(o[name].shape, np.nan, dtype=np.float32))(o)
+        p = run([args.vattn, "replay", nan_path, "--verbose"])
+        ok = p.returncode == 1 and "ref_norm" in p.stdout + p.stderr and "PASS" not in p.stdout
+        print(f"{'ok  ' if ok else 'BAD '} replay all-NaN q and stored oracle: exit {p.returncode}")
+        if not ok:
+            problems.append(f"all-NaN case: exit {p.returncode}; stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for m in problems:
