@@ -5,10 +5,16 @@
 # their repro .h5 files in FINDINGS and the RC_PARAMS line that re-runs them.
 #   scripts/fuzz-campaign.sh [--kernel split-v1|path/lib.so] [--hours 8] [--cases 200]
 #                            [--budget large] [--findings DIR] [--tests BINARY]
+# Exit: 0 time is up and every round held, 1 a property failed, 2 usage or nothing could run
+# (no tests binary, no CUDA device).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 kernel=split-v1 hours=8 cases=200 budget=large findings="$root/findings" tests=""
 while [ $# -gt 0 ]; do
+  case $1 in
+    -h|--help) sed -n 2,9p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  esac
+  [ $# -ge 2 ] || { echo "fuzz-campaign: $1 needs a value (see --help)" >&2; exit 2; }
   case $1 in
     --kernel) kernel=$2; shift 2 ;;
     --hours) hours=$2; shift 2 ;;
@@ -16,7 +22,6 @@ while [ $# -gt 0 ]; do
     --budget) budget=$2; shift 2 ;;
     --findings) findings=$2; shift 2 ;;
     --tests) tests=$2; shift 2 ;;
-    -h|--help) sed -n 2,9p "$0"; exit 0 ;;
     *) echo "fuzz-campaign: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -26,6 +31,14 @@ if [ -z "$tests" ]; then
   done
 fi
 [ -x "$tests" ] || { echo "fuzz-campaign: no vattn_tests_gpu found (build first, or --tests PATH)" >&2; exit 2; }
+case $hours in ''|*[!0-9.]*) echo "fuzz-campaign: --hours $hours is not a number" >&2; exit 2 ;; esac
+# The tests exit 77 when no CUDA device is visible: that is "nothing ran", not a failure.
+"$tests" --list-test-names-only >/dev/null 2>&1
+if [ $? = 77 ] || ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "fuzz-campaign: no CUDA device visible (nvidia-smi -L); nothing was run" >&2
+  exit 2
+fi
+spec="[property]~[planted]"
 mkdir -p "$findings"
 log="$findings/campaign-$(date -u +%Y%m%dT%H%M%SZ).log"
 end=$(( $(date +%s) + $(awk "BEGIN{print int($hours*3600)}") ))
@@ -36,11 +49,16 @@ while [ "$(date +%s)" -lt "$end" ]; do
   round=$((round + 1))
   seed=$(( (RANDOM << 16) ^ RANDOM ^ round ))
   start=$(date +%s)
-  if RC_PARAMS="seed=$seed" "$tests" "[property]~[planted]" >>"$log" 2>&1; then
+  RC_PARAMS="seed=$seed" "$tests" "$spec" >>"$log" 2>&1
+  rc=$?
+  if [ $rc = 0 ]; then
     echo "round $round seed=$seed: all properties held ($(( $(date +%s) - start )) s)" | tee -a "$log"
+  elif [ $rc = 77 ]; then
+    echo "round $round seed=$seed: the tests were skipped (no CUDA device?); nothing was run. Log: $log" | tee -a "$log"
+    exit 2
   else
-    echo "round $round seed=$seed: A PROPERTY FAILED. Re-run: VATTN_KERNEL=$kernel VATTN_FUZZ_BUDGET=$budget" \
-         "VATTN_FUZZ_CASES=$cases RC_PARAMS=\"seed=$seed\" $tests \"[property]\"; repros and details: $findings, $log" | tee -a "$log"
+    echo "round $round seed=$seed: A PROPERTY FAILED (exit $rc). Re-run: VATTN_KERNEL=$kernel VATTN_FUZZ_BUDGET=$budget" \
+         "VATTN_FUZZ_CASES=$cases RC_PARAMS=\"seed=$seed\" $tests \"$spec\"; repros and details: $findings, $log" | tee -a "$log"
     exit 1
   fi
 done

@@ -43,7 +43,9 @@ for step in $steps; do
       for lib in "$b"/revisions/libvattn_rev_unsafe_*.so; do
         [ -e "$lib" ] || continue
         echo "---- graph-check --kernel $(basename "$lib") (must FAIL)"
-        "$b/vattn" graph-check --kernel "$lib" 2>&1 | grep -E "FAIL|graph-check:" | head -8
+        "$b/vattn" graph-check --kernel "$lib" > /tmp/unsafe.log 2>&1; code=$?
+        grep -E "FAIL|graph-check:" /tmp/unsafe.log | head -8
+        [ $code = 1 ] || { echo "session: $(basename "$lib") was not caught (exit $code, 1 expected)"; rc=1; }
       done ;;
     bench) "$b/vattn" bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log" | grep -v "^bench:"
            [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
