@@ -153,11 +153,11 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
 
     if (threadIdx.x == 0) s_bad = 0;
     bool bad = false;
-    if (warp == 0) {
-      for (int j = 0; j < 2 && j < ntiles; ++j) {
-        const int k = kbeg + j * kKeysPerTile + lane;
-        s_src[j][lane] = resolve_key(a, r, qo_base, k, kend, prefetch_slot(a, r, kv_base, k, kend), td, bad);
-      }
+    if (warp == 0) {  // both tiles' index loads in flight before either is resolved
+      const int k0 = kbeg + lane, k1 = k0 + kKeysPerTile;
+      const int32_t slot0 = prefetch_slot(a, r, kv_base, k0, kend), slot1 = prefetch_slot(a, r, kv_base, k1, kend);
+      s_src[0][lane] = resolve_key(a, r, qo_base, k0, kend, slot0, td, bad);
+      if (ntiles > 1) s_src[1][lane] = resolve_key(a, r, qo_base, k1, kend, slot1, td, bad);
     }
     __syncthreads();
 
@@ -179,16 +179,26 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
         if (i >= i0 && i < i1) cp_async_16(to + 64 * i, read ? from + 64 * i : from, read);
     };
     static_assert(kThreads == 8 * kKeysPerTile && kChunksPerRow == 72, "issue_part: 8 threads x 9 chunks per KV row");
+    // Both stages are free: tiles 0 and 1 load together (one commit group each). Then, during
+    // tile it >= 1, tile it + 1 goes into the stage tile it - 1 has left.
     if (ntiles > 0) issue_part(0, 0, 9);
+    cp_async_commit();
+    if (ntiles > 1) issue_part(1, 0, 9);
     cp_async_commit();
 
     for (int it = 0; it < ntiles; ++it) {
       const int next_k = kbeg + (it + 2) * kKeysPerTile + lane;
       // Loaded now, used after this tile's math: the index fetch never stalls the block.
       const int32_t next_slot = (warp == 0 && it + 2 < ntiles) ? prefetch_slot(a, r, kv_base, next_k, kend) : -1;
-      cp_async_wait<0>();
+      // Groups so far: tile 0, tile 1, then one per finished iteration (empty for iteration 0,
+      // tile it for iteration it - 1 >= 1): tile it is complete when at most the newest is
+      // pending (it < 2) or none is.
+      if (it < 2)
+        cp_async_wait<1>();
+      else
+        cp_async_wait<0>();
       __syncthreads();  // tile `it` is in; every warp is past the previous tile's P.V
-      const bool load_next = it + 1 < ntiles;
+      const bool load_next = it >= 1 && it + 1 < ntiles;
       const uint16_t* kv = s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
       const int tile_k0 = kbeg + it * kKeysPerTile;
       const bool has_drafts = tile_k0 + kKeysPerTile > r.prefix;
