@@ -15,6 +15,7 @@
 #include "h5_dataset.h"
 #include "h5_group.h"
 #include "h5_types.h"
+#include "read_watchdog.h"
 
 namespace vattn {
 
@@ -254,12 +255,14 @@ std::vector<std::string> case_names(hid_t file, const std::string& path) {
 }  // namespace
 
 std::vector<std::string> list_cases(const std::string& path) {
+  const ReadWatchdog watchdog(path);  // a corrupt file can make HDF5 loop; declared first, so closing is watched too
   const h5::File file = h5::open_case_file(path, false);
   h5::read_header(file.get(), path);
   return case_names(file.get(), path);
 }
 
 CaseFile read_case_file(const std::string& path, const std::string& only_case, bool validate_cases) {
+  ReadWatchdog watchdog(path);  // a corrupt file can make HDF5 loop; declared first, so closing is watched too
   const h5::File file = h5::open_case_file(path, false);
   CaseFile out;
   out.path = path;
@@ -274,6 +277,7 @@ CaseFile read_case_file(const std::string& path, const std::string& only_case, b
   }
   const h5::Group cases = h5::open_group(file.get(), "cases", "group '/cases'", Where{path, "", "cases"});
   for (const std::string& name : names) {
+    watchdog.restart();  // each case gets the full timeout: long healthy files are not cut off
     Case c = read_case(cases.get(), name, path);
     if (validate_cases) {
       try {

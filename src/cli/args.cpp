@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "read_watchdog.h"
+
 namespace vattn::cli {
 
 Args::Args(std::string command, std::string synopsis, std::string description)
@@ -157,8 +159,17 @@ std::string Args::help_text() const {
     os << "\nexamples:\n";
     for (const auto& e : examples_) os << "  " << e.first << "\n      " << e.second << "\n";
   }
-  os << "\nexit codes: 0 ok, 1 a check failed, 2 unusable input or usage\n";
+  os << "\nexit codes: 0 ok, 1 a check failed, 2 unusable input, usage, or no CUDA device where one is needed\n"
+        "(2 takes precedence over 1: a run with an unusable input is incomplete)\n";
   return os.str();
+}
+
+void check_read_timeout() {
+  try {
+    (void)read_timeout_from_environment();
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
 }
 
 std::vector<int> parse_int_list(const std::string& option, const std::string& text, int lo, int hi) {

@@ -60,6 +60,9 @@ class Args {
   std::vector<std::string> positional_;
 };
 
+// VATTN_READ_TIMEOUT (src/read_watchdog.h) checked up front: a bad value is a UsageError.
+void check_read_timeout();
+
 // Comma-separated non-negative integers ("4099,0,17"); UsageError naming the option.
 std::vector<int> parse_int_list(const std::string& option, const std::string& text, int lo, int hi);
 

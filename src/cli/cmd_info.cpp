@@ -7,6 +7,7 @@
 #include "args.h"
 #include "case_h5.h"
 #include "commands.h"
+#include "read_watchdog.h"
 
 namespace vattn::cli {
 
@@ -70,9 +71,11 @@ int cmd_info(int argc, char** argv) {
          "line per case: name, B, H, d_qk/d_v, prefix and draft lengths, sm_scale, stored producers,\n"
          "and the recipe that re-creates a generated case. Every case is validated while reading.");
   a.positionals("FILE...", "case files (HDF5, shared/spec/case-format.md)", 1)
+      .note(kReadTimeoutHelp)
       .example("vattn info fixtures/*.h5", "list the fixtures");
   try {
     if (!a.parse(argc, argv)) return kExitOk;
+    check_read_timeout();
   } catch (const UsageError& e) {
     std::fprintf(stderr, "vattn info: %s\n(see vattn info --help)\n", e.what());
     return kExitBadInput;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "commands.h"
+#include "read_watchdog.h"
 
 namespace {
 
@@ -28,7 +29,8 @@ void usage(FILE* f) {
                "usage: vattn <command> [options]   (vattn <command> --help for its options)\n\ncommands:\n",
                VATTN_VERSION);
   for (const auto& s : kSubcommands) std::fprintf(f, "  %-12s %s\n", s.name, s.summary);
-  std::fprintf(f, "\nexit codes: 0 ok, 1 a check failed, 2 unusable input or usage\n");
+  std::fprintf(f, "\nexit codes: 0 ok, 1 a check failed, 2 unusable input, usage, or no CUDA device where one is needed\n"
+                 "(2 takes precedence over 1: a run with an unusable input is incomplete)\n");
 }
 
 }  // namespace
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
   for (const auto& s : kSubcommands) {
     if (std::strcmp(argv[1], s.name) == 0) {
       try {
+        vattn::set_read_watchdog_label(std::string("vattn ") + s.name);
         return s.run(argc - 1, argv + 1);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "vattn %s: error: %s\n", s.name, e.what());

@@ -1,0 +1,68 @@
+// Read watchdog: a deadline on reading a case file (the header, then each case, gets its own). Some
+// corrupt files make the HDF5 library loop forever instead of failing (Debian 12's libhdf5: a
+// variable-length string attribute whose global-heap address is garbage); the watchdog turns
+// that hang into exit code 2 and one line on stderr naming the file:
+//   vattn info: f.h5: the HDF5 library did not return within 120 s while reading it (the file is
+//   likely corrupt); set VATTN_READ_TIMEOUT=SECONDS to allow longer, 0 to wait without limit
+// The deadline is watched by a thread of its own, so no signal disposition or alarm() of the
+// process is touched; when it passes, that thread writes the prepared message with write(2) and
+// ends the process with _exit(2): the reading thread cannot be unwound from inside HDF5.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace vattn {
+
+constexpr const char* kReadTimeoutVariable = "VATTN_READ_TIMEOUT";
+constexpr long kDefaultReadTimeoutSeconds = 120;
+
+// For --help of the commands that read case files.
+constexpr const char* kReadTimeoutHelp =
+    "environment:\n"
+    "  VATTN_READ_TIMEOUT=SECONDS\n"
+    "      reading a case file whose header or any one case takes longer than SECONDS (default 120)\n"
+    "      ends vattn with exit code 2, naming the file (a corrupt file can make the HDF5 library\n"
+    "      loop); 0: no limit";
+
+// The timeout in seconds for a value of VATTN_READ_TIMEOUT: nullptr (unset) gives the default,
+// "0" disables the watchdog (returns 0). Anything but a whole number in [0, 1e9] throws
+// std::invalid_argument whose what() says what is wrong with the value.
+long parse_read_timeout(const char* text);
+// VATTN_READ_TIMEOUT parsed as above; the std::invalid_argument names the variable. Commands
+// call it right after their options, so a bad value is a usage error before any work.
+long read_timeout_from_environment();
+// The start of the expiry message, e.g. "vattn info" (main sets it; default "vattn").
+void set_read_watchdog_label(const std::string& label);
+
+// Armed for `path` while it lives (RAII; declare it before the file handle so that closing the
+// file is watched too). Reads VATTN_READ_TIMEOUT when constructed; an invalid value is a usage
+// error: the message goes to stderr and the process exits with code 2. Before arming, stdout is
+// flushed, so that what was printed for earlier files survives an expiry.
+class ReadWatchdog {
+ public:
+  explicit ReadWatchdog(const std::string& path);
+  ~ReadWatchdog();
+  ReadWatchdog(const ReadWatchdog&) = delete;
+  ReadWatchdog& operator=(const ReadWatchdog&) = delete;
+
+  // Progress was made (one case read): the full timeout starts again, so a long healthy file
+  // with many cases is not cut off, while a single stuck call still is.
+  void restart();
+
+ private:
+  void watch();
+
+  std::chrono::seconds timeout_{0};
+  std::string message_;  // prepared before arming: the expiry path only calls write(2) and _exit(2)
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::chrono::steady_clock::time_point deadline_;
+  bool done_ = false;
+  std::thread thread_;  // not joinable when disabled (0) or when no thread could be started
+};
+
+}  // namespace vattn
