@@ -14,6 +14,7 @@
 #include "cuda_check.h"
 #include "naive_runner.h"
 #include "producers.h"
+#include "read_watchdog.h"
 #include "stored_oracle_check.h"
 #include "tolerance.h"
 
@@ -117,9 +118,20 @@ class Replayer {
       }
       emit(std::move(row));
     }
-    if (rows_.size() == before) {
+    if (rows_.size() == before) {  // nothing checked: as unusable as a file that cannot be read
       std::printf("%-28s (nothing to compare: no stored outputs, no live producer ran)\n", c.name.c_str());
+      const std::string what = source + ": case '" + c.name + "': nothing to compare (no stored outputs, no live producer ran)";
+      std::fprintf(stderr, "vattn replay: %s\n", what.c_str());
+      unusable_.push_back(JsonObject().add("input", source).add("case", c.name).add("message", what).str());
     }
+  }
+
+  // The live producer named `label` prefix (e.g. "kernel:") that cannot run here, if any.
+  std::string unavailable(const std::string& prefix) const {
+    for (const auto& p : file_live_)
+      if (p->name().rfind(prefix, 0) == 0 && !p->unavailable_reason().empty())
+        return p->name() + ": " + p->unavailable_reason();
+    return "";
   }
 
   void unusable(const std::string& source, const std::string& message) {
@@ -130,7 +142,6 @@ class Replayer {
   int passed() const { return count(true); }
   int failed() const { return count(false); }
   size_t unusable_count() const { return unusable_.size(); }
-  size_t compared() const { return rows_.size(); }
 
   std::string json() const {
     std::vector<std::string> results;
@@ -252,6 +263,7 @@ Args replay_args() {
       .option("oracle", "cpu|gpu", "reference: the float64 CPU oracle, or the naive GPU oracle (long captures)", "cpu")
       .option("splits", "N", "force the kernel's split count (0: the kernel picks; default: the recipe's splits=)")
       .flag("verbose", "print each case's shape and the full figures of every comparison, passing or not")
+      .note(kReadTimeoutHelp)
       .example("vattn replay fixtures/*.h5", "replay the committed fixtures")
       .example("vattn replay capture.h5 --case step000120_layer07 --json report.json", "one case, with a JSON report")
       .example("vattn replay --recipe \"B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered "
@@ -289,6 +301,7 @@ int cmd_replay(int argc, char** argv) {
     if (a.has("splits")) splits_override = static_cast<int>(a.get_int("splits", 0, 0, 256));
     if (file_opts.oracle == "gpu" && cuda_device_count() == 0)
       throw UsageError("--oracle gpu needs a CUDA device, and none is visible");
+    check_read_timeout();
   } catch (const UsageError& e) {
     std::fprintf(stderr, "vattn replay: %s\n(see vattn replay --help)\n", e.what());
     return kExitBadInput;
@@ -305,6 +318,15 @@ int cmd_replay(int argc, char** argv) {
   }
   Replayer replayer(a.has("verbose"), file_opts.oracle == "gpu", splits_override, std::move(file_live),
                     std::move(recipe_live));
+  // Asked for by name, the kernel must run: "not run" would otherwise end in exit 0.
+  if (a.has("kernel")) {
+    const std::string why = replayer.unavailable("kernel:");
+    if (!why.empty()) {
+      std::fprintf(stderr, "vattn replay: --kernel %s cannot run here (%s); without --kernel, replay checks the "
+                   "stored outputs and reports the kernel as not run\n", a.get("kernel").c_str(), why.c_str());
+      return kExitBadInput;
+    }
+  }
   replayer.announce_unavailable();
   replayer.print_table_header();
 
@@ -315,6 +337,10 @@ int cmd_replay(int argc, char** argv) {
     } catch (const std::exception& e) {
       const std::string msg = e.what();
       replayer.unusable(path, msg.find(path) == std::string::npos ? path + ": " + msg : msg);
+      continue;
+    }
+    if (f.cases.empty()) {
+      replayer.unusable(path, path + ": the file has no cases under /cases");
       continue;
     }
     std::printf("== %s: %zu case%s, source %s\n", path.c_str(), f.cases.size(), f.cases.size() == 1 ? "" : "s",
@@ -340,11 +366,9 @@ int cmd_replay(int argc, char** argv) {
       return kExitBadInput;
     }
   }
+  // An unusable input (or case) makes the run incomplete: 2 takes precedence over 1; the
+  // summary above and the JSON report count both.
   if (replayer.unusable_count() > 0) return kExitBadInput;
-  if (replayer.compared() == 0) {
-    std::fprintf(stderr, "vattn replay: nothing was compared (no stored outputs, no live producer)\n");
-    return kExitBadInput;
-  }
   return replayer.failed() > 0 ? kExitCheckFailed : kExitOk;
 }
 
