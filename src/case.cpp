@@ -34,6 +34,45 @@ InputError::InputError(std::string file, std::string case_name, std::string fiel
 
 InputError InputError::in_file(const std::string& file) const { return InputError(file, case_, field_, reason_); }
 
+std::string Case::first_nonfinite_input() const {
+  const auto nonfinite = [](uint16_t bits) { return (bits & 0x7f80u) == 0x7f80u; };
+  const size_t per_token = static_cast<size_t>(num_heads) * static_cast<size_t>(d_qk);
+  for (int b = 0; b < num_requests(); ++b) {
+    for (int i = 0; i < drafts(b); ++i) {
+      if (visible_keys(b, i) == 0) continue;  // an empty row reads nothing, not even its q
+      const size_t token = static_cast<size_t>(qo_indptr[b] + i);
+      for (size_t e = token * per_token; e < (token + 1) * per_token; ++e) {
+        if (nonfinite(q[e]))
+          return "q[token " + std::to_string(token) + ", head " + std::to_string(e % per_token / d_qk) + ", col " +
+                 std::to_string(e % d_qk) + "]";
+      }
+    }
+  }
+  for (int b = 0; b < num_requests(); ++b) {
+    for (int k = 0; k < prefix_len(b); ++k) {
+      const int64_t row = kv_indices[static_cast<size_t>(kv_indptr[b] + k)];
+      for (int d = 0; d < d_qk; ++d) {
+        if (nonfinite(kv_pool[static_cast<size_t>(row * d_qk + d)]))
+          return "kv_pool[row " + std::to_string(row) + ", col " + std::to_string(d) + "] (request " +
+                 std::to_string(b) + ", prefix key " + std::to_string(k) + ")";
+      }
+    }
+  }
+  for (int b = 0; b < num_requests(); ++b) {
+    for (int j = 0; j < drafts(b); ++j) {
+      bool seen = false;  // a draft no row sees (a padded node) is never read
+      for (int i = 0; i < drafts(b) && !seen; ++i) seen = visible(b, i, j);
+      const int64_t token = qo_indptr[b] + j;
+      for (int d = 0; seen && d < d_qk; ++d) {
+        if (nonfinite(kv_draft[static_cast<size_t>(token * d_qk + d)]))
+          return "kv_draft[token " + std::to_string(token) + ", col " + std::to_string(d) + "] (request " +
+                 std::to_string(b) + ", draft " + std::to_string(j) + ")";
+      }
+    }
+  }
+  return "";
+}
+
 const StoredOutput* Case::find_output(const std::string& producer) const {
   for (const auto& o : outputs)
     if (o.producer == producer) return &o;

@@ -80,6 +80,10 @@ struct Case {
     return false;
   }
   const StoredOutput* find_output(const std::string& producer) const;
+  // The first NaN/Inf among the inputs the attention reads (q, referenced pool rows, draft
+  // rows), described with its position; empty when there is none. Such inputs are legal (the
+  // oracle's output is non-finite where they are read), but a reader of a FAIL should know.
+  std::string first_nonfinite_input() const;
 
   // One line naming the case's shape, e.g. "B=2 H=8 P=[4099,0] T=[17,1] (recipe: ...)".
   std::string describe() const;

@@ -270,8 +270,11 @@ CaseFile read_case_file(const std::string& path, const std::string& only_case, b
   std::vector<std::string> names = case_names(file.get(), path);
   if (!only_case.empty()) {
     if (std::find(names.begin(), names.end(), only_case) == names.end()) {
-      throw InputError(path, only_case, "", "no such case under /cases (the file has " + std::to_string(names.size()) +
-                                                " cases)");
+      std::string known;  // name the cases there are, the first few of them
+      for (size_t i = 0; i < names.size() && i < 8; ++i) known += (i ? ", " : "") + names[i];
+      if (names.size() > 8) known += ", ... (" + std::to_string(names.size()) + " in all)";
+      throw InputError(path, only_case, "", "no such case under /cases (" +
+                                                (names.empty() ? std::string("the file has no cases") : "cases: " + known) + ")");
     }
     names = {only_case};
   }

@@ -85,6 +85,10 @@ class Replayer {
       bf16 = reference_bf16_emulated(c);
     }
     const std::string against = gpu_oracle_ ? " vs naive_gpu_oracle" : " vs oracle_fp64";
+    const std::string bad_input = c.first_nonfinite_input();
+    if (!bad_input.empty())
+      std::printf("%-28s note: non-finite input at %s (legal; the oracle's output is NaN/Inf wherever it is read)\n",
+                  c.name.c_str(), bad_input.c_str());
     const size_t before = rows_.size();
     for (const auto& o : c.outputs) {
       ReplayRow row{source, c.name, c.recipe, o.producer, RowKind::kStored, {}};

@@ -167,6 +167,22 @@ def main():
         if not ok:
             problems.append(f"all-NaN case: exit {p.returncode}; stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
 
+        # One NaN in a q element the attention reads: replay fails (the stored oracle is finite
+        # there) and says which input is non-finite, not only which outputs differ.
+        qnan = os.path.join(tmp, "q_nan.h5")
+        shutil.copy(args.fixture, qnan)
+        with h5py.File(qnan, "r+") as f:
+            g = f["cases"][case_name]
+            q = g["q"][()]
+            q.flat[600] = 0x7FC0  # token 0, head 1, column 24 at d_qk 576
+            replace_dataset("q", q)(g)
+            g["q"].attrs["dtype"] = "bfloat16"
+        p = run([args.vattn, "replay", qnan])
+        ok = p.returncode == 1 and "non-finite input at q[token 0, head 1, col 24]" in p.stdout
+        print(f"{'ok  ' if ok else 'BAD '} replay a NaN in a read q element: exit {p.returncode}")
+        if not ok:
+            problems.append(f"q NaN: exit {p.returncode}; stdout:\n{p.stdout}")
+
         # A case with nothing to compare (no stored outputs; no GPU producer runs in CI, and with
         # one the kernel row would exist): next to a good file the run is still incomplete.
         bare = os.path.join(tmp, "no_outputs.h5")
