@@ -41,6 +41,32 @@ def drop(name):
     return corrupt
 
 
+def replace_bf16(name, data):
+    def corrupt(g):
+        replace_dataset(name, data)(g)
+        g[name].attrs["dtype"] = "bfloat16"
+    return corrupt
+
+
+def corrupted_copy(fixture, tmp, name, case_name, corrupt):
+    path = os.path.join(tmp, name)
+    shutil.copy(fixture, path)
+    with h5py.File(path, "r+") as f:
+        corrupt(f["cases"][case_name])
+    return path
+
+
+def expect_replay(vattn, label, argv, code, texts, problems):
+    """vattn replay ARGV must exit with CODE and print every text (stdout or stderr)."""
+    p = subprocess.run([vattn, "replay"] + argv, capture_output=True, text=True)
+    missing = [t for t in texts if t not in p.stdout + p.stderr]
+    ok = p.returncode == code and not missing
+    print(f"{'ok  ' if ok else 'BAD '} replay {label}: exit {p.returncode}")
+    if not ok:
+        problems.append(f"{label}: exit {p.returncode} (expected {code}), missing {missing}; stdout:\n{p.stdout}"
+                        f"\nstderr:\n{p.stderr}")
+
+
 def set_attr(name, value):
     def corrupt(g):
         g.attrs[name] = value
@@ -149,52 +175,33 @@ def main():
 
         # Valid structure, but q and the stored oracle all NaN: the stored-oracle check must not
         # pass a comparison that could not fail (exit 1, failure "ref_norm").
-        nan_path = os.path.join(tmp, "all_nan.h5")
-        shutil.copy(args.fixture, nan_path)
-        with h5py.File(nan_path, "r+") as f:
-            g = f["cases"][case_name]
-            replace_dataset("q", np.full(g["q"].shape, 0x7FC0, dtype=np.uint16))(g)
-            g["q"].attrs["dtype"] = "bfloat16"
+        def all_nan(g):
+            replace_bf16("q", np.full(g["q"].shape, 0x7FC0, dtype=np.uint16))(g)
             for producer in list(g["outputs"]):
                 if producer != "oracle_fp64":
                     del g["outputs"][producer]
             o = g["outputs/oracle_fp64"]
             for name in ("out", "lse"):
                 replace_dataset(name, np.full(o[name].shape, np.nan, dtype=np.float32))(o)
-        p = run([args.vattn, "replay", nan_path, "--verbose"])
-        ok = p.returncode == 1 and "ref_norm" in p.stdout + p.stderr and "PASS" not in p.stdout
-        print(f"{'ok  ' if ok else 'BAD '} replay all-NaN q and stored oracle: exit {p.returncode}")
-        if not ok:
-            problems.append(f"all-NaN case: exit {p.returncode}; stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+        path = corrupted_copy(args.fixture, tmp, "all_nan.h5", case_name, all_nan)
+        expect_replay(args.vattn, "all-NaN q and stored oracle", [path, "--verbose"], 1, ["ref_norm"], problems)
 
         # One NaN in a q element the attention reads: replay fails (the stored oracle is finite
         # there) and says which input is non-finite, not only which outputs differ.
-        qnan = os.path.join(tmp, "q_nan.h5")
-        shutil.copy(args.fixture, qnan)
-        with h5py.File(qnan, "r+") as f:
-            g = f["cases"][case_name]
+        def one_nan_in_q(g):
             q = g["q"][()]
             q.flat[600] = 0x7FC0  # token 0, head 1, column 24 at d_qk 576
-            replace_dataset("q", q)(g)
-            g["q"].attrs["dtype"] = "bfloat16"
-        p = run([args.vattn, "replay", qnan])
-        ok = p.returncode == 1 and "non-finite input at q[token 0, head 1, col 24]" in p.stdout
-        print(f"{'ok  ' if ok else 'BAD '} replay a NaN in a read q element: exit {p.returncode}")
-        if not ok:
-            problems.append(f"q NaN: exit {p.returncode}; stdout:\n{p.stdout}")
+            replace_bf16("q", q)(g)
+        path = corrupted_copy(args.fixture, tmp, "q_nan.h5", case_name, one_nan_in_q)
+        expect_replay(args.vattn, "a NaN in a read q element", [path], 1,
+                      ["non-finite input at q[token 0, head 1, col 24]"], problems)
 
         # A case with nothing to compare (no stored outputs; no GPU producer runs in CI, and with
         # one the kernel row would exist): next to a good file the run is still incomplete.
-        bare = os.path.join(tmp, "no_outputs.h5")
-        shutil.copy(args.fixture, bare)
-        with h5py.File(bare, "r+") as f:
-            del f["cases"][case_name]["outputs"]
         if not gpu_visible():
-            p = run([args.vattn, "replay", bare, args.fixture])
-            ok = p.returncode == 2 and bare in p.stderr and case_name in p.stderr and "nothing to compare" in p.stderr
-            print(f"{'ok  ' if ok else 'BAD '} replay a case with nothing to compare next to a good file: exit {p.returncode}")
-            if not ok:
-                problems.append(f"nothing to compare: exit {p.returncode}; stderr:\n{p.stderr}")
+            path = corrupted_copy(args.fixture, tmp, "no_outputs.h5", case_name, drop("outputs"))
+            expect_replay(args.vattn, "a case with nothing to compare next to a good file", [path, args.fixture], 2,
+                          [path, case_name, "nothing to compare"], problems)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for m in problems:
