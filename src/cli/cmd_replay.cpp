@@ -130,7 +130,7 @@ class Replayer {
     }
   }
 
-  // The live producer named `label` prefix (e.g. "kernel:") that cannot run here, if any.
+  // Why the live producer whose name starts with `prefix` (e.g. "kernel:") cannot run here; empty if it can.
   std::string unavailable(const std::string& prefix) const {
     for (const auto& p : file_live_)
       if (p->name().rfind(prefix, 0) == 0 && !p->unavailable_reason().empty())
