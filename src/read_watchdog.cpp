@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 
 namespace vattn {
@@ -24,7 +25,7 @@ std::string& program_label() {
 
 // The expiry path: a plain thread could do more, but the reading thread is stuck at an unknown
 // point inside HDF5 (possibly holding locks of the C library), so only write(2) and _exit(2).
-[[noreturn]] void expire(const std::string& message) {
+[[noreturn]] void expire(std::string_view message) {
   const char* p = message.data();
   size_t left = message.size();
   while (left > 0) {
@@ -37,9 +38,38 @@ std::string& program_label() {
   ::_exit(kExitUnusableInput);
 }
 
+// The crash guard's state: the messages of the innermost armed watchdog, and the handlers it
+// replaced. Reads happen on one thread at a time; only that thread changes these.
+const char* volatile g_segv_text = nullptr;
+const char* volatile g_bus_text = nullptr;
+volatile size_t g_segv_size = 0, g_bus_size = 0;
+struct sigaction g_old_segv, g_old_bus;
+alignas(16) char g_alt_stack[64 * 1024];  // the handler still runs when the fault was a stack overflow
+
+void set_crash_texts(const std::string* segv, const std::string* bus) {
+  g_segv_text = nullptr;  // the size is never used with a stale pointer
+  g_bus_text = nullptr;
+  g_segv_size = segv ? segv->size() : 0;
+  g_bus_size = bus ? bus->size() : 0;
+  g_segv_text = segv ? segv->data() : nullptr;
+  g_bus_text = bus ? bus->data() : nullptr;
+}
+
+extern "C" void on_read_crash(int sig) {
+  const char* text = sig == SIGBUS ? g_bus_text : g_segv_text;
+  const size_t size = sig == SIGBUS ? g_bus_size : g_segv_size;
+  if (text != nullptr) expire(std::string_view(text, size));
+  ::_exit(kExitUnusableInput);
+}
+
 }  // namespace
 
 void set_read_watchdog_label(const std::string& label) { program_label() = label; }
+
+const ReadWatchdog*& ReadWatchdog::innermost() {
+  static const ReadWatchdog* armed = nullptr;
+  return armed;
+}
 
 long read_timeout_from_environment() {
   try {
@@ -64,6 +94,38 @@ long parse_read_timeout(const char* text) {
   return static_cast<long>(v);
 }
 
+void ReadWatchdog::arm_crash_guard(const std::string& path) {
+  const std::string head = program_label() + ": " + path + ": the HDF5 library crashed (";
+  const std::string tail = ") while reading it: the file is corrupt\n";
+  crash_segv_ = head + "SIGSEGV" + tail;
+  crash_bus_ = head + "SIGBUS" + tail;
+  outer_ = innermost();
+  set_crash_texts(&crash_segv_, &crash_bus_);
+  innermost() = this;
+  if (outer_ != nullptr) return;  // the outer watchdog installed the handler
+  stack_t alt{};
+  alt.ss_sp = g_alt_stack;
+  alt.ss_size = sizeof g_alt_stack;
+  sigaltstack(&alt, nullptr);
+  struct sigaction sa {};
+  sa.sa_handler = on_read_crash;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_ONSTACK | SA_RESETHAND;  // a fault inside the handler ends the process plainly
+  sigaction(SIGSEGV, &sa, &g_old_segv);
+  sigaction(SIGBUS, &sa, &g_old_bus);
+}
+
+void ReadWatchdog::disarm_crash_guard() {
+  innermost() = outer_;
+  if (outer_ != nullptr) {
+    set_crash_texts(&outer_->crash_segv_, &outer_->crash_bus_);
+    return;
+  }
+  sigaction(SIGSEGV, &g_old_segv, nullptr);
+  sigaction(SIGBUS, &g_old_bus, nullptr);
+  set_crash_texts(nullptr, nullptr);
+}
+
 ReadWatchdog::ReadWatchdog(const std::string& path) {
   long seconds = 0;
   try {
@@ -73,12 +135,13 @@ ReadWatchdog::ReadWatchdog(const std::string& path) {
     std::fprintf(stderr, "%s: %s\n", program_label().c_str(), e.what());
     std::exit(kExitUnusableInput);
   }
+  std::fflush(stdout);
+  arm_crash_guard(path);
   if (seconds == 0) return;
   timeout_ = std::chrono::seconds(seconds);
   message_ = program_label() + ": " + path + ": the HDF5 library did not return within " + std::to_string(seconds) +
              " s while reading it (the file is likely corrupt); set " + kReadTimeoutVariable +
              "=SECONDS to allow longer, 0 to wait without limit\n";
-  std::fflush(stdout);
   deadline_ = std::chrono::steady_clock::now() + timeout_;
   // The watcher takes no asynchronous signals: they stay with the threads that handle them.
   sigset_t all, old;
@@ -93,6 +156,7 @@ ReadWatchdog::ReadWatchdog(const std::string& path) {
 }
 
 ReadWatchdog::~ReadWatchdog() {
+  disarm_crash_guard();
   if (!thread_.joinable()) return;
   {
     const std::lock_guard<std::mutex> lock(mutex_);

@@ -4,9 +4,14 @@
 // that hang into exit code 2 and one line on stderr naming the file:
 //   vattn info: f.h5: the HDF5 library did not return within 120 s while reading it (the file is
 //   likely corrupt); set VATTN_READ_TIMEOUT=SECONDS to allow longer, 0 to wait without limit
-// The deadline is watched by a thread of its own, so no signal disposition or alarm() of the
-// process is touched; when it passes, that thread writes the prepared message with write(2) and
-// ends the process with _exit(2): the reading thread cannot be unwound from inside HDF5.
+// The deadline is watched by a thread of its own (no alarm()); when it passes, that thread writes
+// the prepared message with write(2) and ends the process with _exit(2): the reading thread
+// cannot be unwound from inside HDF5.
+// Other corrupt files make the same library read through a wild pointer (SIGSEGV, SIGBUS). While
+// a watchdog is armed, those two signals are caught the same way: the prepared message
+//   vattn info: f.h5: the HDF5 library crashed (SIGSEGV) while reading it: the file is corrupt
+// and _exit(2). The previous handlers are put back when the watchdog ends. Either way nothing
+// after that file is read, but what was printed for earlier files stays (stdout is flushed first).
 #pragma once
 
 #include <chrono>
@@ -26,7 +31,8 @@ constexpr const char* kReadTimeoutHelp =
     "  VATTN_READ_TIMEOUT=SECONDS\n"
     "      reading a case file whose header or any one case takes longer than SECONDS (default 120)\n"
     "      ends vattn with exit code 2, naming the file (a corrupt file can make the HDF5 library\n"
-    "      loop); 0: no limit";
+    "      loop); 0: no limit. A read that crashes inside the HDF5 library (SIGSEGV, SIGBUS) also\n"
+    "      ends vattn with exit code 2, naming the file";
 
 // The timeout in seconds for a value of VATTN_READ_TIMEOUT: nullptr (unset) gives the default,
 // "0" disables the watchdog (returns 0). Anything but a whole number in [0, 1e9] throws
@@ -56,8 +62,14 @@ class ReadWatchdog {
  private:
   void watch();
 
+  void arm_crash_guard(const std::string& path);
+  void disarm_crash_guard();
+  static const ReadWatchdog*& innermost();  // the armed watchdog whose crash messages are in use
+
   std::chrono::seconds timeout_{0};
   std::string message_;  // prepared before arming: the expiry path only calls write(2) and _exit(2)
+  std::string crash_segv_, crash_bus_;  // the crash messages, likewise prepared
+  const ReadWatchdog* outer_ = nullptr;  // the guard armed before this one (nested reads), if any
   std::mutex mutex_;
   std::condition_variable wake_;
   std::chrono::steady_clock::time_point deadline_;
