@@ -1,12 +1,12 @@
 // vattn bench: kernel-level timings against a roofline measured in the same run.
 #include <cstdio>
-#include <fstream>
 
 #include "args.h"
 #include "bench.h"
 #include "case.h"
 #include "commands.h"
 #include "cuda_check.h"
+#include "report_file.h"
 #include "revision.h"
 
 namespace vattn::cli {
@@ -52,20 +52,21 @@ int cmd_bench(int argc, char** argv) {
     return kExitBadInput;
   }
   const std::string json_path = args.has("json") ? args.get("json") : "";
-  if (!json_path.empty() && !std::ofstream(json_path, std::ios::app)) {
-    std::fprintf(stderr, "vattn bench: --json %s: cannot open the file for writing\n", json_path.c_str());
-    return kExitBadInput;
+  if (args.has("json")) {
+    const std::string why = report_path_problem(json_path);
+    if (!why.empty()) {
+      std::fprintf(stderr, "vattn bench: --json %s: %s\n(see vattn bench --help)\n", json_path.c_str(), why.c_str());
+      return kExitBadInput;
+    }
   }
   const BenchReport rep = run_bench(opt, [](const BenchRow& r) {
     std::fprintf(stderr, "bench: B=%d T=%d P=%d done (graph %.1f us)\n", r.batch, r.drafts, r.prefix, r.graph_us);
   });
   std::fputs(bench_table(rep).c_str(), stdout);
   if (!json_path.empty()) {
-    std::ofstream out(json_path);
-    out << bench_json(rep);
-    out.close();
-    if (!out) {
-      std::fprintf(stderr, "vattn bench: --json %s: writing the results failed\n", json_path.c_str());
+    const std::string why = write_report(json_path, bench_json(rep));
+    if (!why.empty()) {
+      std::fprintf(stderr, "vattn bench: --json %s: %s\n", json_path.c_str(), why.c_str());
       return kExitBadInput;
     }
     std::printf("wrote %s\n", json_path.c_str());

@@ -2,19 +2,19 @@
 // every live producer that can run here) to the tolerance model. A file that does not validate
 // is not replayed at all.
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <set>
 
 #include "args.h"
 #include "case_h5.h"
 #include "commands.h"
+#include "cuda_check.h"
 #include "generate.h"
 #include "json.h"
-#include "cuda_check.h"
 #include "naive_runner.h"
 #include "producers.h"
 #include "read_watchdog.h"
+#include "report_file.h"
 #include "stored_oracle_check.h"
 #include "tolerance.h"
 
@@ -305,6 +305,10 @@ int cmd_replay(int argc, char** argv) {
     if (a.has("splits")) splits_override = static_cast<int>(a.get_int("splits", 0, 0, 256));
     if (file_opts.oracle == "gpu" && cuda_device_count() == 0)
       throw UsageError("--oracle gpu needs a CUDA device, and none is visible");
+    if (a.has("json")) {  // checked now: a long replay must not end in an unwritable report
+      const std::string why = report_path_problem(a.get("json"), a.positional());
+      if (!why.empty()) throw UsageError("--json " + a.get("json") + ": " + why);
+    }
     check_read_timeout();
   } catch (const UsageError& e) {
     std::fprintf(stderr, "vattn replay: %s\n(see vattn replay --help)\n", e.what());
@@ -363,10 +367,9 @@ int cmd_replay(int argc, char** argv) {
   std::printf("replay: %d passed, %d failed\n", replayer.passed(), replayer.failed());
   if (replayer.unusable_count() > 0) std::printf("replay: %zu input(s) unusable (see above)\n", replayer.unusable_count());
   if (a.has("json")) {
-    std::ofstream out(a.get("json"));
-    out << replayer.json();
-    if (!out) {
-      std::fprintf(stderr, "vattn replay: cannot write the JSON report to %s\n", a.get("json").c_str());
+    const std::string why = write_report(a.get("json"), replayer.json());
+    if (!why.empty()) {
+      std::fprintf(stderr, "vattn replay: --json %s: %s\n", a.get("json").c_str(), why.c_str());
       return kExitBadInput;
     }
   }

@@ -1,0 +1,64 @@
+#include "report_file.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+namespace vattn::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string folder_of(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+std::string system_reason() { return std::strerror(errno); }
+
+}  // namespace
+
+std::string report_path_problem(const std::string& path, const std::vector<std::string>& inputs) {
+  if (path.empty()) return "the path is empty";
+  std::error_code ec;
+  const bool exists = fs::exists(path, ec);
+  if (exists) {
+    if (fs::is_directory(path, ec)) return "it is a directory";
+    for (const auto& in : inputs) {
+      std::error_code same_ec;
+      if (fs::equivalent(path, in, same_ec)) return "it is the input file " + in + ", which the report would overwrite";
+    }
+    if (::access(path.c_str(), W_OK) != 0) return "cannot write to it: " + system_reason();
+  }
+  const std::string folder = folder_of(path);
+  if (!fs::is_directory(folder, ec)) return "its folder " + folder + " does not exist";
+  if (::access(folder.c_str(), W_OK) != 0) return "cannot create files in " + folder + ": " + system_reason();
+  return "";
+}
+
+std::string write_report(const std::string& path, const std::string& text) {
+  const std::string tmp = folder_of(path) + "/." + fs::path(path).filename().string() + ".tmp" +
+                          std::to_string(static_cast<long>(::getpid()));
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return "cannot create " + tmp + ": " + system_reason();
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const std::string write_error = wrote ? "" : system_reason();
+  if (std::fclose(f) != 0 || !wrote) {
+    const std::string why = wrote ? system_reason() : write_error;
+    std::remove(tmp.c_str());
+    return "writing " + tmp + " failed: " + why;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = system_reason();
+    std::remove(tmp.c_str());
+    return "cannot move the report into place: " + why;
+  }
+  return "";
+}
+
+}  // namespace vattn::cli
