@@ -152,6 +152,32 @@ std::vector<T> read_array(hid_t loc, const char* name, const std::string& field,
   return h5::read_dataset<T>(ds.get(), memory_type(e), w);
 }
 
+// The last entry of an index-pointer array that starts at 0 and never decreases, else -1 (then
+// validate() reports the array itself).
+int64_t indptr_total(const std::vector<int32_t>& v) {
+  if (v.empty() || v[0] != 0) return -1;
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] < v[i - 1]) return -1;
+  return v.back();
+}
+
+// A dataset whose length the index arrays already read fix (want >= 0) is measured before it is
+// read: a small corrupt file must not make the reader allocate what its dataspace claims. Only a
+// claim far beyond the expected length (over twice it plus 2^20 entries) is refused here, with the
+// message validate() gives for a wrong length; anything closer is read, so that the checks after
+// reading (shape, T_b, num_heads) can say more precisely what is wrong.
+void expect_elements(hid_t loc, const char* name, int64_t want, const char* shape, const Where& where) {
+  if (want < 0 || !h5::has_link(loc, name, where.at(name))) return;  // a missing dataset: read_array says so
+  const Where w = where.at(name);
+  const h5::Dataset ds = h5::open_dataset(loc, name, w);
+  long double have = 1;  // no overflow whatever the dataspace claims
+  for (const hsize_t d : h5::dataset_dims(ds.get(), w)) have *= static_cast<long double>(d);
+  if (have > 2.0L * static_cast<long double>(want) + static_cast<long double>(1 << 20)) {
+    w.read_error("has " + std::to_string(static_cast<unsigned long long>(have)) + " elements, expected " +
+                 std::to_string(want) + " (" + shape + ")");
+  }
+}
+
 int read_int_dim(hid_t group, const char* name, const Where& where) {
   const Where w = where.at(name);
   const int64_t v = h5::read_int_attr(group, name, w);
@@ -218,9 +244,16 @@ Case read_case(hid_t cases, const std::string& name, const std::string& path) {
                                     std::to_string(c.qo_indptr.size()) + " entries (num_requests+1 expected)");
   }
   c.kv_indptr = read_array<int32_t>(gid, "kv_indptr", "kv_indptr", Elem::kInt32, {{-1, "num_requests+1"}}, w);
+  expect_elements(gid, "kv_indices", indptr_total(c.kv_indptr), "kv_indptr[B]", w);
   c.kv_indices = read_array<int32_t>(gid, "kv_indices", "kv_indices", Elem::kInt32, {{-1, "kv_indptr[B]"}}, w);
   c.draft_mask_indptr =
       read_array<int64_t>(gid, "draft_mask_indptr", "draft_mask_indptr", Elem::kInt64, {{-1, "num_requests+1"}}, w);
+  int64_t mask_total = indptr_total(c.qo_indptr) >= 0 ? 0 : -1;
+  for (size_t b = 0; mask_total >= 0 && b + 1 < c.qo_indptr.size(); ++b) {
+    const int64_t t = c.qo_indptr[b + 1] - c.qo_indptr[b];
+    mask_total += t * t;
+  }
+  expect_elements(gid, "draft_mask", mask_total, "sum of T_b^2", w);
   c.draft_mask = read_array<uint8_t>(gid, "draft_mask", "draft_mask", Elem::kUint8, {{-1, "sum of T_b^2"}}, w);
 
   std::vector<hsize_t> dims;
@@ -229,6 +262,8 @@ Case read_case(hid_t cases, const std::string& name, const std::string& path) {
   if (h5::has_link(gid, "kv_slot_ids", w.at("kv_slot_ids"))) {
     c.kv_slot_ids = read_array<int64_t>(gid, "kv_slot_ids", "kv_slot_ids", Elem::kInt64, {{n_rows, "n_rows"}}, w);
   }
+  const int64_t n_q_want = indptr_total(c.qo_indptr);
+  expect_elements(gid, "q", n_q_want < 0 ? -1 : n_q_want * c.num_heads * c.d_qk, "n_q x num_heads x d_qk", w);
   c.q = read_array<uint16_t>(gid, "q", "q", Elem::kBf16, {{-1, "n_q"}, {c.num_heads, "num_heads"}, {c.d_qk, "d_qk"}},
                              w, &dims);
   const auto n_q = static_cast<int64_t>(dims[0]);

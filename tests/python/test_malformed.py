@@ -10,6 +10,7 @@ usage: test_malformed.py --vattn PATH/TO/vattn --fixture FIXTURE.h5
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -45,6 +46,14 @@ def replace_bf16(name, data):
     def corrupt(g):
         replace_dataset(name, data)(g)
         g[name].attrs["dtype"] = "bfloat16"
+    return corrupt
+
+
+def declared_only(name, entries, dtype):
+    """Replaces dataset NAME by a chunked one whose dataspace claims ENTRIES but stores nothing."""
+    def corrupt(g):
+        del g[name]
+        g.create_dataset(name, shape=(entries,), dtype=dtype, chunks=(4096,))
     return corrupt
 
 
@@ -195,6 +204,23 @@ def main():
         path = corrupted_copy(args.fixture, tmp, "q_nan.h5", case_name, one_nan_in_q)
         expect_replay(args.vattn, "a NaN in a read q element", [path], 1,
                       ["non-finite input at q[token 0, head 1, col 24]"], problems)
+
+        # A small file whose kv_indices / draft_mask claim 2^29 entries (2 GiB, nothing stored): the
+        # length the index arrays fix is checked before reading, so `vattn info` refuses the file
+        # quickly inside a 1 GiB address space instead of allocating what the dataspace claims.
+        def limit_memory():
+            resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+        for field, dtype, entries in (("kv_indices", np.int32, 1 << 29), ("draft_mask", np.uint8, 1 << 31)):
+            path = corrupted_copy(args.fixture, tmp, f"claims_{field}.h5", case_name,
+                                  declared_only(field, entries, dtype))
+            p = subprocess.run([args.vattn, "info", path], capture_output=True, text=True, preexec_fn=limit_memory)
+            wants = [path, case_name, f"field '{field}': has {entries} elements, expected"]
+            missing = [w for w in wants if w not in p.stderr]
+            ok = p.returncode == 2 and not missing
+            print(f"{'ok  ' if ok else 'BAD '} info   {field} claiming 2 GiB, 1 GiB address space: exit {p.returncode}: "
+                  f"{p.stderr.strip()}")
+            if not ok:
+                problems.append(f"{field} claiming 2 GiB: exit {p.returncode}, message lacks {missing}")
 
         # A case with nothing to compare (no stored outputs; no GPU producer runs in CI, and with
         # one the kernel row would exist): next to a good file the run is still incomplete.
