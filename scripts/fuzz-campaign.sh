@@ -5,6 +5,7 @@
 # their repro .h5 files in FINDINGS and the RC_PARAMS line that re-runs them.
 #   scripts/fuzz-campaign.sh [--kernel split-v1|path/lib.so] [--hours 8] [--cases 200]
 #                            [--budget large] [--findings DIR] [--tests BINARY]
+# At least one round runs, however short --hours is (--hours 0.01: one quick smoke round).
 # Exit: 0 time is up and every round held, 1 a property failed, 2 usage or nothing could run
 # (no tests binary, no CUDA device).
 set -uo pipefail
@@ -12,7 +13,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 kernel=split-v1 hours=8 cases=200 budget=large findings="$root/findings" tests=""
 while [ $# -gt 0 ]; do
   case $1 in
-    -h|--help) sed -n 2,9p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 2,10p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --kernel|--hours|--cases|--budget|--findings|--tests) ;;
+    *) echo "fuzz-campaign: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   [ $# -ge 2 ] || { echo "fuzz-campaign: $1 needs a value (see --help)" >&2; exit 2; }
   case $1 in
@@ -22,16 +25,24 @@ while [ $# -gt 0 ]; do
     --budget) budget=$2; shift 2 ;;
     --findings) findings=$2; shift 2 ;;
     --tests) tests=$2; shift 2 ;;
-    *) echo "fuzz-campaign: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-if [ -z "$tests" ]; then
+usage() { echo "fuzz-campaign: $1 (see --help)" >&2; exit 2; }
+[[ $hours =~ ^([0-9]+(\.[0-9]*)?|\.[0-9]+)$ ]] || usage "--hours $hours is not a number of hours"
+awk "BEGIN{exit !($hours > 0)}" || usage "--hours $hours: give more than 0"
+[[ $cases =~ ^[1-9][0-9]*$ ]] || usage "--cases $cases is not a positive whole number"
+case $budget in small|medium|large) ;; *) usage "--budget $budget: expected small, medium or large" ;; esac
+case $kernel in
+  */*|*.so) [ -f "$kernel" ] || usage "--kernel $kernel: no such file" ;;
+esac
+if [ -n "$tests" ]; then
+  [ -f "$tests" ] && [ -x "$tests" ] || usage "--tests $tests: not an executable file"
+else
   for t in "$root/build/tests/gpu/vattn_tests_gpu" "$root/.device/build/tests/gpu/vattn_tests_gpu"; do
     [ -x "$t" ] && tests=$t && break
   done
+  [ -n "$tests" ] || usage "no vattn_tests_gpu found under build/ or .device/build/ (build first, or --tests PATH)"
 fi
-[ -x "$tests" ] || { echo "fuzz-campaign: no vattn_tests_gpu found (build first, or --tests PATH)" >&2; exit 2; }
-case $hours in ''|*[!0-9.]*) echo "fuzz-campaign: --hours $hours is not a number" >&2; exit 2 ;; esac
 # The tests exit 77 when no CUDA device is visible: that is "nothing ran", not a failure.
 "$tests" --list-test-names-only >/dev/null 2>&1
 if [ $? = 77 ] || ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
@@ -45,7 +56,7 @@ end=$(( $(date +%s) + $(awk "BEGIN{print int($hours*3600)}") ))
 export VATTN_KERNEL="$kernel" VATTN_FUZZ_BUDGET="$budget" VATTN_FUZZ_CASES="$cases" VATTN_FINDINGS_DIR="$findings"
 round=0
 echo "campaign: kernel=$kernel budget=$budget cases/property/round=$cases until $(date -u -d @$end) log=$log" | tee "$log"
-while [ "$(date +%s)" -lt "$end" ]; do
+while [ $round = 0 ] || [ "$(date +%s)" -lt "$end" ]; do
   round=$((round + 1))
   seed=$(( (RANDOM << 16) ^ RANDOM ^ round ))
   start=$(date +%s)
@@ -62,4 +73,4 @@ while [ "$(date +%s)" -lt "$end" ]; do
     exit 1
   fi
 done
-echo "campaign: $round rounds, no failure" | tee -a "$log"
+echo "campaign: $round round$([ $round = 1 ] || echo s), no failure" | tee -a "$log"
