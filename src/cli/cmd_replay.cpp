@@ -171,7 +171,9 @@ class Replayer {
   void emit(ReplayRow row) {
     const CompareReport& r = row.report;
     const bool oracle = row.kind == RowKind::kStoredOracle;
-    std::printf("%-28s %-28s %-6s %15s %10s %11s %10s\n", row.case_name.c_str(), row.producer.c_str(),
+    // A stored output says so: "kernel:split-v1" read from the file is not a run of the kernel.
+    const std::string shown = row.kind == RowKind::kStored ? row.producer + " (stored)" : row.producer;
+    std::printf("%-28s %-28s %-6s %15s %10s %11s %10s\n", row.case_name.c_str(), shown.c_str(),
                 r.pass ? "PASS" : "FAIL", fmt(r.worst_err_over_bound).c_str(), fmt(r.score).c_str(),
                 oracle ? "-" : fmt(r.ratio_vs_bf16_ref).c_str(), fmt(r.lse_max_err).c_str());
     if (!r.pass || verbose_) {

@@ -69,6 +69,10 @@ def main():
                     problems.append(f"{case}: {name} PASSED (a planted bug went unseen)")
                 elif key and not any(f.startswith(key) for f in r["failures"]):
                     problems.append(f"{case}: {name} failed for {r['failures']}, expected '{key}'")
+            # A stored output is marked as such in the table (it is not a run of that producer).
+            for name, r in rows.items():
+                if r["kind"] == "stored" and f"{name} (stored)" not in p.stdout:
+                    problems.append(f"{case}: the table does not mark the stored output {name} as '(stored)'")
             # The text table says the same as the JSON.
             for line in p.stdout.splitlines():
                 parts = line.split()
