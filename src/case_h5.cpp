@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "bf16.h"
+#include "generate.h"
 #include "h5_attr.h"
 #include "h5_case_io.h"
 #include "h5_dataset.h"
@@ -323,6 +324,8 @@ CaseFile read_case_file(const std::string& path, const std::string& only_case, b
       } catch (const InputError& e) {
         throw e.in_file(path);
       }
+      // After validate(): the index arrays the recipe is compared with are sound.
+      if (const std::string why = recipe_mismatch(c); !why.empty()) throw InputError(path, c.name, "recipe", why);
     }
     out.cases.push_back(std::move(c));
   }

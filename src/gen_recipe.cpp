@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "gen_kinds.h"
+#include "gen_values.h"
 #include "generate.h"
 
 namespace vattn {
@@ -168,6 +169,34 @@ Recipe Recipe::parse(const std::string& line) {
   r.prefix = std::move(prefix);
   r.drafts = std::move(drafts);
   return r;
+}
+
+std::string recipe_mismatch(const Case& c) {
+  if (c.recipe.empty()) return "";
+  Recipe r;
+  try {
+    r = Recipe::parse(c.recipe);
+  } catch (const InputError& e) {
+    return "'" + c.recipe + "' does not parse (" + e.field() + ": " + e.reason() + ")";
+  }
+  const std::string head = "'" + c.recipe + "' does not re-create this case: ";
+  const int B = c.num_requests();
+  if (static_cast<int>(r.prefix.size()) != B)
+    return head + "it has B=" + std::to_string(r.prefix.size()) + ", the case " + std::to_string(B);
+  if (r.heads != c.num_heads) return head + "it has H=" + std::to_string(r.heads) + ", the case " + std::to_string(c.num_heads);
+  if (c.d_qk != gen::kRowDims || c.d_v != gen::kLatentDims) {
+    return head + "recipes make d_qk=" + std::to_string(gen::kRowDims) + ", d_v=" + std::to_string(gen::kLatentDims) +
+           ", the case has " + std::to_string(c.d_qk) + ", " + std::to_string(c.d_v);
+  }
+  for (int b = 0; b < B; ++b) {
+    const int prefix = c.kv_indptr[b + 1] - c.kv_indptr[b];
+    if (r.prefix[b] != prefix || r.drafts[b] != c.drafts(b)) {
+      return head + "request " + std::to_string(b) + " has P=" + std::to_string(r.prefix[b]) + " T=" +
+             std::to_string(r.drafts[b]) + ", the case P=" + std::to_string(prefix) + " T=" + std::to_string(c.drafts(b));
+    }
+  }
+  if (std::fabs(r.sm_scale - c.sm_scale) > 1e-6 * std::fabs(c.sm_scale)) return head + "its scale differs from sm_scale";
+  return "";
 }
 
 }  // namespace vattn

@@ -27,6 +27,13 @@ struct Recipe {
   static Recipe parse(const std::string& line);  // throws InputError(field = the key) on bad input
 };
 
+// Why the recipe line a case carries (Case::recipe) cannot be the one that re-creates it, or ""
+// ("" also when it has none): it does not parse, or it describes another shape (B, H, P_b, T_b,
+// d_qk/d_v of the generators, sm_scale). The tensors are not regenerated. Replay prints the line
+// as the way to re-create a failing case, so readers and writers of case files refuse a wrong one.
+// Expects a case that validate()s.
+std::string recipe_mismatch(const Case& c);
+
 // Builds a valid case (validate() passes) with the given name; recipe line stored in Case::recipe.
 Case generate_case(const Recipe& r, const std::string& name = "case");
 

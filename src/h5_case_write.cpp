@@ -13,6 +13,7 @@
 
 #include "bf16.h"
 #include "case_h5.h"
+#include "generate.h"
 #include "h5_attr.h"
 #include "h5_case_io.h"
 #include "h5_dataset.h"
@@ -100,6 +101,7 @@ void check_case(const Case& c, const std::string& path) {
   } catch (const InputError& e) {
     w.write_error(std::string("the case does not validate: ") + e.what());
   }
+  if (const std::string why = recipe_mismatch(c); !why.empty()) w.at("recipe").write_error(why);
   for (const auto& [key, value] : c.int_attrs) {
     if (!in_keys(h5::kCaseIntAttrKeys, key)) {
       w.at(key).write_error("is not a case attribute of the schema (layer, step, tp_rank)");

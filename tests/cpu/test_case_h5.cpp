@@ -18,6 +18,7 @@
 #include "bf16.h"
 #include "case.h"
 #include "case_h5.h"
+#include "generate.h"
 
 namespace {
 
@@ -105,7 +106,8 @@ Case build_case(const std::string& name, int heads, int d_qk, int d_v, const std
 
 Case nontrivial_case(const std::string& name, uint32_t seed) {
   Case c = build_case(name, 3, 40, 32, {5, 0, 7}, {{-1, 0, 0, 1}, {-1}, {-1, 0, 1, 1, 0, 4}}, 3, seed);
-  c.recipe = "hand-built seed=" + std::to_string(seed);
+  // No recipe: a recipe line must re-create its case (recipe_mismatch), and no recipe makes a
+  // d_qk=32 case. The recipe's own round trip is tested on a generated case below.
   c.int_attrs = {{"layer", 7}, {"step", 120}, {"tp_rank", 3}};
   std::mt19937 rng(seed + 1);
   const auto n_q = static_cast<size_t>(c.n_q());
@@ -354,6 +356,10 @@ TEST_CASE("the writer refuses a case that does not validate and leaves the old f
   stray.int_attrs["seed"] = 1;
   CHECK_THROWS_WITH(vattn::write_case_file(path, test_header(), {stray}), Catch::Contains("field 'seed'"));
   CHECK_THROWS_WITH(vattn::write_case_file(path, test_header(), {good, good}), Catch::Contains("two cases"));
+  Case recipe = nontrivial_case("recipe", 9);
+  recipe.recipe = "hand-built seed=9";
+  CHECK_THROWS_WITH(vattn::write_case_file(path, test_header(), {recipe}),
+                    Catch::Contains("field 'recipe'") && Catch::Contains("does not parse"));
   vattn::CaseFileHeader no_source = test_header();
   no_source.source.clear();
   CHECK_THROWS_WITH(vattn::write_case_file(path, no_source, {good}), Catch::Contains("field 'source'"));
@@ -364,6 +370,27 @@ TEST_CASE("the writer refuses a case that does not validate and leaves the old f
   for (const auto& entry : std::filesystem::directory_iterator(dir.path)) {
     CHECK(entry.path().filename() == "refuse.h5");  // no temporary left behind
   }
+}
+
+TEST_CASE("a generated case keeps its recipe, and a recipe of another shape is refused", "[h5]") {
+  TempDir dir;
+  const std::string path = dir.file("recipe.h5");
+  const Case c = vattn::generate_case(vattn::Recipe::parse("B=2 H=2 P=[5,0] T=[3,2] tree=random seed=4"), "gen");
+  vattn::write_case_file(path, test_header(), {c});
+  const vattn::CaseFile f = vattn::read_case_file(path);
+  REQUIRE(f.cases.size() == 1);
+  CHECK(f.cases[0].recipe == c.recipe);
+  CHECK(vattn::recipe_mismatch(f.cases[0]).empty());
+
+  Case other = c;
+  other.recipe = vattn::Recipe::parse("B=2 H=2 P=[6,0] T=[3,2] tree=random seed=4").to_line();
+  CHECK_THAT(vattn::recipe_mismatch(other), Catch::Contains("request 0 has P=6 T=3, the case P=5 T=3"));
+  other.recipe = vattn::Recipe::parse("B=2 H=4 P=[5,0] T=[3,2] tree=random seed=4").to_line();
+  CHECK_THAT(vattn::recipe_mismatch(other), Catch::Contains("it has H=4, the case 2"));
+  other.recipe = vattn::Recipe::parse("B=1 H=2 P=[5] T=[3] tree=random seed=4").to_line();
+  CHECK_THAT(vattn::recipe_mismatch(other), Catch::Contains("it has B=1, the case 2"));
+  CHECK_THROWS_WITH(vattn::write_case_file(dir.file("other.h5"), test_header(), {other}),
+                    Catch::Contains("case 'gen'") && Catch::Contains("field 'recipe'"));
 }
 
 TEST_CASE("a file that is not HDF5 is refused with a clear reason", "[h5][validate]") {

@@ -131,6 +131,8 @@ CORRUPTIONS = [
     ("sm_scale float32", "case", set_attr("sm_scale", np.float32(0.1446796)), "sm_scale"),
     ("num_heads wrong", "case", set_attr("num_heads", np.int32(3)), "num_heads"),
     ("oracle lse too short", "case", short_lse, "lse"),
+    ("recipe that does not parse", "case", set_attr("recipe", "foo bar"), "recipe"),
+    ("recipe of another shape", "case", set_attr("recipe", "B=1 H=8 P=[10] T=[1] tree=chain seed=1"), "recipe"),
     ("not a vattn file", "root", set_attr("format", "something-else"), "format"),
     ("unknown major version", "root", set_attr("format_version", np.int32(2)), "format_version"),
 ]
