@@ -12,6 +12,29 @@ constexpr const char* kLayouts = "contiguous|scattered|reversed|sparse";
 
 // Largest T_b a recipe may ask for: the spec's maximum is 1025; the dense mask is T^2 bytes.
 constexpr int kMaxDrafts = 4096;
+// Largest P_b a recipe (or vattn gen --prefix) may ask for.
+constexpr int kMaxPrefix = 1 << 30;
+// Largest forced split count a recipe (or replay --splits) may carry: the in-tree revision's limit.
+constexpr int kMaxSplits = 256;
+
+// A number written the plain decimal way (digits, at most one '.', an optional exponent): what
+// recipes and --scale accept; strtod alone would also take hex ("0x10"), "inf" and "nan".
+inline bool is_plain_decimal(const std::string& s) {
+  size_t i = 0, digits = 0;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) ++digits;
+  if (i < s.size() && s[i] == '.')
+    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) ++digits;
+  if (digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    size_t exp_digits = 0;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) ++exp_digits;
+    if (exp_digits == 0) return false;
+  }
+  return i == s.size();
+}
 
 // True when `name` is one of the '|'-separated words of `list`.
 inline bool in_list(const std::string& name, const char* list) {

@@ -116,7 +116,7 @@ Recipe Recipe::parse(const std::string& line) {
     } else if (key == "H") {
       r.heads = static_cast<int>(parse_int(key, value, 1, 1024));
     } else if (key == "P") {
-      prefix = parse_list(key, value, 0, std::numeric_limits<int32_t>::max());
+      prefix = parse_list(key, value, 0, gen::kMaxPrefix);
     } else if (key == "T") {
       drafts = parse_list(key, value, 1, gen::kMaxDrafts);
     } else if (key == "tree") {
@@ -136,13 +136,13 @@ Recipe Recipe::parse(const std::string& line) {
     } else if (key == "scale") {
       errno = 0;
       char* end = nullptr;
-      const double v = value.empty() ? 0.0 : std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v <= 0) {
+      const double v = gen::is_plain_decimal(value) ? std::strtod(value.c_str(), &end) : 0.0;
+      if (!gen::is_plain_decimal(value) || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v <= 0) {
         bad(key, "must be a finite number > 0, got '" + value + "'");
       }
       r.sm_scale = v;
     } else if (key == "splits") {
-      r.splits = static_cast<int>(parse_int(key, value, 0, 1 << 20));
+      r.splits = static_cast<int>(parse_int(key, value, 0, gen::kMaxSplits));
     } else {
       bad(key, "unknown key (known: B H P T tree profile layout poison seed scale splits)");
     }

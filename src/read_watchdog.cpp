@@ -80,7 +80,7 @@ long read_timeout_from_environment() {
 }
 
 long parse_read_timeout(const char* text) {
-  if (text == nullptr) return kDefaultReadTimeoutSeconds;
+  if (text == nullptr || *text == '\0') return kDefaultReadTimeoutSeconds;  // set but empty: as if unset
   const std::string s = text;
   bool digits = !s.empty();
   for (const char ch : s) digits = digits && ch >= '0' && ch <= '9';
@@ -140,8 +140,8 @@ ReadWatchdog::ReadWatchdog(const std::string& path) {
   if (seconds == 0) return;
   timeout_ = std::chrono::seconds(seconds);
   message_ = program_label() + ": " + path + ": the HDF5 library did not return within " + std::to_string(seconds) +
-             " s while reading it (the file is likely corrupt); set " + kReadTimeoutVariable +
-             "=SECONDS to allow longer, 0 to wait without limit\n";
+             " s while reading it (a corrupt file can make it loop; a large file on slow storage may just need "
+             "longer: set " + kReadTimeoutVariable + "=SECONDS to allow more, 0 to wait without limit)\n";
   deadline_ = std::chrono::steady_clock::now() + timeout_;
   // The watcher takes no asynchronous signals: they stay with the threads that handle them.
   sigset_t all, old;

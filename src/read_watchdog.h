@@ -2,8 +2,9 @@
 // corrupt files make the HDF5 library loop forever instead of failing (Debian 12's libhdf5: a
 // variable-length string attribute whose global-heap address is garbage); the watchdog turns
 // that hang into exit code 2 and one line on stderr naming the file:
-//   vattn info: f.h5: the HDF5 library did not return within 120 s while reading it (the file is
-//   likely corrupt); set VATTN_READ_TIMEOUT=SECONDS to allow longer, 0 to wait without limit
+//   vattn info: f.h5: the HDF5 library did not return within 120 s while reading it (a corrupt
+//   file can make it loop; a large file on slow storage may just need longer: set
+//   VATTN_READ_TIMEOUT=SECONDS to allow more, 0 to wait without limit)
 // The deadline is watched by a thread of its own (no alarm()); when it passes, that thread writes
 // the prepared message with write(2) and ends the process with _exit(2): the reading thread
 // cannot be unwound from inside HDF5.
@@ -34,7 +35,7 @@ constexpr const char* kReadTimeoutHelp =
     "      loop); 0: no limit. A read that crashes inside the HDF5 library (SIGSEGV, SIGBUS) also\n"
     "      ends vattn with exit code 2, naming the file";
 
-// The timeout in seconds for a value of VATTN_READ_TIMEOUT: nullptr (unset) gives the default,
+// The timeout in seconds for a value of VATTN_READ_TIMEOUT: nullptr or "" (unset) gives the default,
 // "0" disables the watchdog (returns 0). Anything but a whole number in [0, 1e9] throws
 // std::invalid_argument whose what() says what is wrong with the value.
 long parse_read_timeout(const char* text);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "gen_kinds.h"
 #include "read_watchdog.h"
 
 namespace vattn::cli {
@@ -95,6 +96,9 @@ bool Args::parse(int argc, char** argv) {
         if (i + 1 >= argc) throw UsageError("option '--" + name + "' needs a value (" + spec->metavar + ")");
         value = argv[++i];
       }
+      // An empty value is never meaningful here; taken as "not given" it would silently pick a
+      // default (the built-in kernel, every case, ...).
+      if (value.empty()) throw UsageError("option '--" + name + "' has an empty value (" + spec->metavar + ")");
     } else if (has_inline_value) {
       throw UsageError("option '--" + name + "' takes no value");
     }
@@ -133,9 +137,9 @@ double Args::get_double(const std::string& name, double fallback) const {
   const std::string text = get(name);
   errno = 0;
   char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
-    throw UsageError("--" + name + ": '" + text + "' is not a finite number");
+  const double v = gen::is_plain_decimal(text) ? std::strtod(text.c_str(), &end) : 0.0;
+  if (!gen::is_plain_decimal(text) || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
+    throw UsageError("--" + name + ": '" + text + "' is not a finite decimal number");
   }
   return v;
 }

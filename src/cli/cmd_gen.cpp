@@ -90,7 +90,7 @@ Recipe recipe_from_options(const Args& a) {
   }
   r.sm_scale = a.get_double("scale", r.sm_scale);
   if (!(r.sm_scale > 0)) throw UsageError("--scale must be > 0");
-  auto prefix = parse_int_list("prefix", a.get("prefix", "4099"), 0, 1 << 30);
+  auto prefix = parse_int_list("prefix", a.get("prefix", "4099"), 0, gen::kMaxPrefix);
   auto drafts = parse_int_list("drafts", a.get("drafts", "16"), 1, gen::kMaxDrafts);
   const long long implied = static_cast<long long>(std::max(prefix.size(), drafts.size()));
   const auto B = static_cast<size_t>(a.get_int("requests", implied, 1, 65536));
@@ -130,6 +130,10 @@ int cmd_gen(int argc, char** argv) {
     if (!a.has("output") || a.get("output").empty()) throw UsageError("-o FILE is required");
     base = recipe_from_options(a);
     count = a.get_int("cases", 1, 1, 100000);
+    if (base.seed > UINT64_MAX - static_cast<uint64_t>(count - 1)) {
+      throw UsageError("--seed " + std::to_string(base.seed) + " with --cases " + std::to_string(count) +
+                       ": the seeds seed..seed+cases-1 do not fit in 64 bits");
+    }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "vattn gen: %s\n(see vattn gen --help)\n", e.what());
     return kExitBadInput;

@@ -9,6 +9,7 @@
 #include "case_h5.h"
 #include "commands.h"
 #include "cuda_check.h"
+#include "gen_kinds.h"
 #include "generate.h"
 #include "json.h"
 #include "naive_runner.h"
@@ -286,6 +287,7 @@ int cmd_replay(int argc, char** argv) {
   try {
     if (!a.parse(argc, argv)) return kExitOk;
     if (a.positional().empty() && !a.has("recipe")) throw UsageError("give case files, --recipe \"LINE\", or both");
+    if (a.has("case") && a.positional().empty()) throw UsageError("--case picks a case of the case files; none were given");
     if (a.has("recipe")) {
       try {
         recipe = Recipe::parse(a.get("recipe"));
@@ -304,7 +306,7 @@ int cmd_replay(int argc, char** argv) {
     file_opts.kernel = a.get("kernel", "split-v1");
     file_opts.oracle = a.get("oracle", "cpu");
     if (file_opts.oracle != "cpu" && file_opts.oracle != "gpu") throw UsageError("--oracle: expected cpu or gpu");
-    if (a.has("splits")) splits_override = static_cast<int>(a.get_int("splits", 0, 0, 256));
+    if (a.has("splits")) splits_override = static_cast<int>(a.get_int("splits", 0, 0, gen::kMaxSplits));
     if (file_opts.oracle == "gpu" && cuda_device_count() == 0)
       throw UsageError("--oracle gpu needs a CUDA device, and none is visible");
     if (a.has("json")) {  // checked now: a long replay must not end in an unwritable report

@@ -116,7 +116,7 @@ TEST_CASE("recipe round trip holds for arbitrary recipes", "[generate]") {
     r.poison = *rc::gen::arbitrary<bool>();
     r.seed = *rc::gen::arbitrary<uint64_t>();
     r.sm_scale = *rc::gen::map(rc::gen::inRange(1, 1 << 30), [](int v) { return v * 1e-7 / 3.0; });
-    r.splits = *rc::gen::inRange(0, 512);
+    r.splits = *rc::gen::inRange(0, 257);  // 0..256, the recipe limit
     const std::string line = r.to_line();
     const Recipe back = Recipe::parse(line);
     RC_ASSERT(back.prefix == r.prefix);
@@ -156,6 +156,15 @@ TEST_CASE("recipe parse errors name the key", "[generate]") {
   CHECK(error_field([] { Recipe::parse("P=[1] T=[1] P=[2]"); }) == "P");
   CHECK(error_field([] { Recipe::parse("P=[1] T=[1] lonely"); }) == "lonely");
   CHECK(error_field([] { Recipe::parse("P=[2147483647,1] T=[1]"); }) == "P");
+  // The limits vattn gen and replay --splits use; decimal numbers only (strtod takes hex and inf).
+  CHECK(error_field([] { Recipe::parse("P=[1073741825] T=[1]"); }) == "P");
+  CHECK(error_field([] { Recipe::parse("P=[1] T=[1] splits=257"); }) == "splits");
+  CHECK(error_field([] { Recipe::parse("P=[1] T=[1] scale=0x10"); }) == "scale");
+  CHECK(error_field([] { Recipe::parse("P=[1] T=[1] scale=inf"); }) == "scale");
+  CHECK(error_field([] { Recipe::parse("P=[1] T=[1] scale=1e"); }) == "scale");
+  CHECK(error_field([] { Recipe::parse("P=[1] T=[1] scale=.5."); }) == "scale");
+  CHECK(Recipe::parse("P=[1073741824] T=[1] splits=256 scale=1.5e-1").sm_scale == 0.15);
+  CHECK(Recipe::parse("P=[1] T=[1] scale=.25").sm_scale == 0.25);
 }
 
 TEST_CASE("every tree kind gives parents before children and an ancestor-closed mask", "[generate]") {
