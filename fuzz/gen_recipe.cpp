@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "gen_kinds.h"
+
 namespace vattn {
 
 namespace {
@@ -154,10 +156,12 @@ GenBudget GenBudget::from_lookup(const std::function<const char*(const char*)>& 
     else if (n == "large") b = large();
     else throw InputError("", "", "VATTN_FUZZ_BUDGET", "must be small, medium or large, got '" + n + "'");
   }
-  auto override_int = [&](const char* var, int& field) {
+  // Each cap is the largest value a recipe line can carry, so every generated case can be
+  // written down and re-created from its line.
+  auto override_int = [&](const char* var, int& field, int64_t cap) {
     if (const char* v = lookup(var); v != nullptr && *v != '\0') {
       const int64_t x = parse_positive(var, v);
-      if (x > (int64_t{1} << 30)) throw InputError("", "", var, std::string("is too large: '") + v + "'");
+      if (x > cap) throw InputError("", "", var, std::string("is too large: '") + v + "' (at most " + std::to_string(cap) + ")");
       field = static_cast<int>(x);
       b.name += std::string(" ") + var + "=" + v;
     }
@@ -168,14 +172,14 @@ GenBudget GenBudget::from_lookup(const std::function<const char*(const char*)>& 
       b.name += std::string(" ") + var + "=" + v;
     }
   };
-  override_int("VATTN_FUZZ_MAX_BATCH", b.max_batch);
-  override_int("VATTN_FUZZ_MAX_HEADS", b.max_heads);
-  override_int("VATTN_FUZZ_MAX_PREFIX", b.max_prefix);
-  override_int("VATTN_FUZZ_MAX_DRAFTS", b.max_drafts);
+  override_int("VATTN_FUZZ_MAX_BATCH", b.max_batch, 65536);
+  override_int("VATTN_FUZZ_MAX_HEADS", b.max_heads, 1024);
+  override_int("VATTN_FUZZ_MAX_PREFIX", b.max_prefix, gen::kMaxPrefix);
+  override_int("VATTN_FUZZ_MAX_DRAFTS", b.max_drafts, gen::kMaxDrafts);
   override_i64("VATTN_FUZZ_MAX_TOTAL_KV", b.max_total_kv);
   override_i64("VATTN_FUZZ_MAX_TOTAL_DRAFTS", b.max_total_drafts);
   override_i64("VATTN_FUZZ_MAX_WORK", b.max_work);
-  override_int("VATTN_FUZZ_MAX_SPLITS", b.max_splits);
+  override_int("VATTN_FUZZ_MAX_SPLITS", b.max_splits, gen::kMaxSplits);
   return b;
 }
 

@@ -745,6 +745,13 @@ TEST_CASE("rc glue: settings come from RC_PARAMS, VATTN_FUZZ_CASES and the budge
   CHECK(b.max_prefix == 4099);
   CHECK(b.max_drafts == GenBudget::large().max_drafts);
   CHECK(GenBudget::from_lookup(lookup_in({})).max_batch == GenBudget::small().max_batch);
+  // Caps are what a recipe line can carry: a larger budget would generate cases with no line.
+  CHECK(GenBudget::from_lookup(lookup_in({{"VATTN_FUZZ_MAX_SPLITS", "256"}})).max_splits == 256);
+  for (const auto& [var, value] : std::vector<std::pair<std::string, std::string>>{
+           {"VATTN_FUZZ_MAX_SPLITS", "257"}, {"VATTN_FUZZ_MAX_DRAFTS", "4097"}, {"VATTN_FUZZ_MAX_HEADS", "1025"}}) {
+    INFO(var << "=" << value);
+    CHECK_THROWS_WITH(GenBudget::from_lookup(lookup_in({{var, value}})), Catch::Contains("is too large"));
+  }
   for (const auto& var : GenBudget::env_vars()) {
     INFO(var);
     try {
