@@ -4,8 +4,16 @@
 #   bash scripts/device/run.sh                 # ctest -L gpu
 #   bash scripts/device/run.sh --sanitize      # the same binaries under compute-sanitizer
 #                                              # memcheck (--padding), racecheck, initcheck, synccheck
-# Anything after the options goes to ctest (e.g. -R edges). Logs go to $OUT when set.
+# Anything else goes to ctest (e.g. -R edges); --sanitize may come anywhere. Logs go to $OUT when set.
 set -uo pipefail
+sanitize=0 args=()
+for a in "$@"; do
+  case $a in
+    -h|--help) sed -n 2,7p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --sanitize) sanitize=1 ;;
+    *) args+=("$a") ;;
+  esac
+done
 root=$(cd "$(dirname "$0")/../.." && pwd)
 stage="$root/.device/build"
 [ -d "$stage" ] || { echo "run.sh: no staged build at $stage (run scripts/device/stage.sh first)" >&2; exit 2; }
@@ -19,11 +27,9 @@ export VATTN_SOURCE_DIR="$root"
 export VATTN_BINARY_DIR="$stage"
 export VATTN_FINDINGS_DIR="${OUT:-$root}/findings"
 log="${OUT:-/tmp}"
-sanitize=0
-if [ "${1:-}" = "--sanitize" ]; then sanitize=1; shift; fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
 if [ $sanitize = 0 ]; then
-  ctest --test-dir "$stage" -L gpu --output-on-failure "$@" 2>&1 | tee "$log/ctest-gpu.log"
+  ctest --test-dir "$stage" -L gpu --output-on-failure "${args[@]}" 2>&1 | tee "$log/ctest-gpu.log"
   exit "${PIPESTATUS[0]}"
 fi
 rc=0

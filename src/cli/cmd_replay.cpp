@@ -252,7 +252,9 @@ class Replayer {
 };
 
 Args replay_args() {
-  Args a("replay", "[FILE...] [--case NAME] [--recipe \"LINE\"] [--json OUT] [--verbose]",
+  Args a("replay",
+         "[FILE...] [--case NAME] [--recipe \"LINE\"] [--kernel NAME|LIB.so] [--oracle cpu|gpu] [--splits N]\n"
+         "                    [--json OUT] [--verbose]",
          "Reads and validates each case file (a file that fails validation is not replayed: exit 2,\n"
          "naming file, case and field), recomputes the float64 oracle and the bf16-emulating reference\n"
          "for every case, and compares every stored output group under the tolerance model\n"
