@@ -30,7 +30,8 @@ for step in $steps; do
     repro)  # a planted bug found by a property, then re-run from its line and from its repro file
       lib="$b/revisions/libvattn_rev_plant_drop_last_key.so"
       [ -e "$lib" ] || { echo "session: repro needs the planted variants (stage with -DVATTN_BUILD_PLANTED=ON)"; rc=1; continue; }
-      export VATTN_FINDINGS_DIR="$out/repro-demo"; rm -rf "$VATTN_FINDINGS_DIR"
+      # The property writes a repro file per shrink step: they stay out of $OUT, the logs go there.
+      export VATTN_FINDINGS_DIR=/tmp/vattn-repro-demo; rm -rf "$VATTN_FINDINGS_DIR"
       VATTN_KERNEL="$lib" RC_PARAMS="seed=7" "$b/tests/gpu/vattn_tests_gpu" "kernel property: agrees with the CPU float64 oracle" \
         > "$out/repro-property.log" 2>&1
       code=$?; echo "property run exit $code (1 expected)"; [ $code = 1 ] || rc=1
