@@ -17,7 +17,7 @@ struct Tolerance {
   double c_pv = 3.0;          // multiplier of u * sum_k p_k |v_k|
   double c_out = 1.0;         // multiplier of u * |o64|
   double tiny = 1e-6;         // floor, relative to the case's largest sum_k p_k |v_k|
-  double lse_c = 8.0;         // multiplier in the LSE bound (see tolerance.cpp for the derivation)
+  double lse_c = 1.0;         // multiplier in the LSE bound (see tolerance.cpp for the derivation)
   double max_score = 2e-5;    // global agreement score limit: 1 - 2 sum(xy) / sum(x^2 + y^2)
   double max_ratio = 2.0;     // kernel error / bf16-emulating reference error (RMS), when that error > 0
 };

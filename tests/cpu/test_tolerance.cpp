@@ -12,6 +12,7 @@
 #include "bf16.h"
 #include "case.h"
 #include "cpu_oracle.h"
+#include "generate.h"
 #include "hand_case.h"
 #include "tolerance.h"
 
@@ -242,6 +243,26 @@ TEST_CASE("tolerance fails planted bugs for the right reason", "[tolerance]") {
     CHECK(has_reason(r, "score"));
     CHECK(has_reason(r, "ratio"));
     CHECK((r.worst.head == 2 || r.worst.head == 5));
+  }
+}
+
+TEST_CASE("K2.6 data: a kernel that drops the last of 4099 prefix keys fails on lse", "[tolerance]") {
+  // Below bf16 output resolution (one key of 4099 moves out by ~1e-4 relative): lse is the only
+  // signal, so this pins how tight the lse bound is (it passed at lse_c 8).
+  for (const uint64_t seed : {1u, 2u, 3u}) {
+    const Case c = vattn::generate_case(
+        vattn::Recipe::parse("B=1 H=8 P=[4099] T=[16] tree=chain profile=k26 layout=scattered seed=" + std::to_string(seed)));
+    Case dropped = c;
+    dropped.kv_indices.pop_back();
+    --dropped.kv_indptr[1];
+    dropped.recipe.clear();
+    vattn::validate(dropped);
+    const CompareReport r = vattn::compare(c, vattn::oracle_fp64(c), vattn::reference_bf16_emulated(c),
+                                           as_float(vattn::reference_bf16_emulated(dropped)).out,
+                                           as_float(vattn::reference_bf16_emulated(dropped)).lse, "last key dropped");
+    INFO("seed " << seed << ": " << r.detail());
+    CHECK_FALSE(r.pass);
+    CHECK(has_reason(r, "lse_bound"));
   }
 }
 
