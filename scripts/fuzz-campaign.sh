@@ -60,7 +60,8 @@ while [ $round = 0 ] || [ "$(date +%s)" -lt "$end" ]; do
   round=$((round + 1))
   seed=$(( (RANDOM << 16) ^ RANDOM ^ round ))
   start=$(date +%s)
-  RC_PARAMS="seed=$seed" "$tests" "$spec" >>"$log" 2>&1
+  # -w NoTests: a spec that matches no test fails the round instead of passing it
+  RC_PARAMS="seed=$seed" "$tests" "$spec" -w NoTests >>"$log" 2>&1
   rc=$?
   if [ $rc = 0 ]; then
     echo "round $round seed=$seed: all properties held ($(( $(date +%s) - start )) s)" | tee -a "$log"
@@ -69,7 +70,7 @@ while [ $round = 0 ] || [ "$(date +%s)" -lt "$end" ]; do
     exit 2
   else
     echo "round $round seed=$seed: A PROPERTY FAILED (exit $rc). Re-run: VATTN_KERNEL=$kernel VATTN_FUZZ_BUDGET=$budget" \
-         "VATTN_FUZZ_CASES=$cases RC_PARAMS=\"seed=$seed\" $tests \"$spec\"; repros and details: $findings, $log" | tee -a "$log"
+         "VATTN_FUZZ_CASES=$cases RC_PARAMS=\"seed=$seed\" $tests \"$spec\" -w NoTests; repros and details: $findings, $log" | tee -a "$log"
     exit 1
   fi
 done

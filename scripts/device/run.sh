@@ -23,6 +23,7 @@ find "$stage" \( -name 'CTestTestfile.cmake' -o -name '*_tests*.cmake' -o -name 
   xargs -0 sed -i -e "s#${old_build}#${stage}#g" -e "s#${old_src}#${root}#g"
 echo "$stage" > "$stage/ORIGINAL_BUILD_DIR"
 echo "$root" > "$stage/ORIGINAL_SOURCE_DIR"
+export VATTN_REQUIRE_GPU=1  # this script is for GPU machines: a test that cannot see the GPU fails, not skips
 export VATTN_SOURCE_DIR="$root"
 export VATTN_BINARY_DIR="$stage"
 export VATTN_FINDINGS_DIR="${OUT:-$root}/findings"

@@ -14,40 +14,41 @@ cat >"$tmp/tests" <<'FAKE'
 #!/bin/sh
 # stand-in for vattn_tests_gpu: FAKE_LIST_RC for the device probe, FAKE_RC for a round
 if [ "$1" = --list-test-names-only ]; then exit "${FAKE_LIST_RC:-0}"; fi
-echo "kernel=$VATTN_KERNEL cases=$VATTN_FUZZ_CASES budget=$VATTN_FUZZ_BUDGET rc=$RC_PARAMS spec=$1" >>"$FAKE_CALLS"
+echo "kernel=$VATTN_KERNEL cases=$VATTN_FUZZ_CASES budget=$VATTN_FUZZ_BUDGET rc=$RC_PARAMS spec=$1 $2 $3" >>"$FAKE_CALLS"
 exit "${FAKE_RC:-0}"
 FAKE
 chmod +x "$tmp/bin/nvidia-smi" "$tmp/tests"
 export PATH="$tmp/bin:$PATH" FAKE_CALLS="$tmp/calls"
 ok=1
-expect() {  # expect CODE TEXT -- args...
-  local code=$1 text=$2
-  shift 3
+expect() {  # expect CODE TEXT ROUNDS -- args...: exit code, a line of output, rounds the tests ran
+  local code=$1 text=$2 rounds=$3
+  shift 4
   : >"$tmp/calls"
   bash "$script" --findings "$tmp/findings" "$@" >"$tmp/out" 2>&1
-  local got=$?
-  if [ $got -ne "$code" ] || ! grep -qF -- "$text" "$tmp/out"; then
-    ok=0; echo "FAIL fuzz-campaign $*: exit $got (expected $code), output:"; cat "$tmp/out"
+  local got=$? ran
+  ran=$(wc -l <"$tmp/calls")
+  if [ $got -ne "$code" ] || ! grep -qF -- "$text" "$tmp/out" || [ "$ran" -ne "$rounds" ]; then
+    ok=0; echo "FAIL fuzz-campaign $*: exit $got (expected $code), $ran round(s) (expected $rounds), output:"
+    cat "$tmp/out"
   else
-    echo "ok: fuzz-campaign $*: exit $got: $(grep -F -- "$text" "$tmp/out" | head -1)"
+    echo "ok: fuzz-campaign $*: exit $got, $ran round(s): $(grep -F -- "$text" "$tmp/out" | head -1)"
   fi
 }
 t=(--tests "$tmp/tests")
-expect 2 "--hours 1.2.3 is not a number" -- "${t[@]}" --hours 1.2.3
-expect 2 "--hours 0: give more than 0" -- "${t[@]}" --hours 0
-expect 2 "--hours . is not a number" -- "${t[@]}" --hours .
-expect 2 "--cases abc is not a positive" -- "${t[@]}" --cases abc
-expect 2 "--budget huge: expected small" -- "${t[@]}" --budget huge
-expect 2 "--tests $tmp/none: not an executable" -- --tests "$tmp/none"
-expect 2 "unknown option --bogus" -- "${t[@]}" --bogus
-expect 2 "--kernel $tmp/no.so: no such file" -- "${t[@]}" --kernel "$tmp/no.so"
-[ ! -s "$tmp/calls" ] || { ok=0; echo "FAIL: a usage error still ran the tests"; }
+expect 2 "--hours 1.2.3 is not a number" 0 -- "${t[@]}" --hours 1.2.3
+expect 2 "--hours 0: give more than 0" 0 -- "${t[@]}" --hours 0
+expect 2 "--hours . is not a number" 0 -- "${t[@]}" --hours .
+expect 2 "--cases abc is not a positive" 0 -- "${t[@]}" --cases abc
+expect 2 "--budget huge: expected small" 0 -- "${t[@]}" --budget huge
+expect 2 "--tests $tmp/none: not an executable" 0 -- --tests "$tmp/none"
+expect 2 "unknown option --bogus" 0 -- "${t[@]}" --bogus
+expect 2 "--kernel $tmp/no.so: no such file" 0 -- "${t[@]}" --kernel "$tmp/no.so"
 
-expect 0 "campaign: 1 round, no failure" -- "${t[@]}" --hours 0.0001 --cases 7 --budget medium --kernel split-v1
-if [ "$(wc -l <"$tmp/calls")" -ne 1 ] || ! grep -q "kernel=split-v1 cases=7 budget=medium rc=seed=[0-9]* spec=\[property\]~\[planted\]" "$tmp/calls"; then
+expect 0 "campaign: 1 round, no failure" 1 -- "${t[@]}" --hours 0.0001 --cases 7 --budget medium --kernel split-v1
+if ! grep -q "kernel=split-v1 cases=7 budget=medium rc=seed=[0-9]* spec=\[property\]~\[planted\] -w NoTests" "$tmp/calls"; then
   ok=0; echo "FAIL: the round did not get the campaign's settings:"; cat "$tmp/calls"
 fi
-FAKE_RC=1 expect 1 "A PROPERTY FAILED (exit 1). Re-run: VATTN_KERNEL=split-v1" -- "${t[@]}" --hours 0.0001
-FAKE_RC=77 expect 2 "the tests were skipped" -- "${t[@]}" --hours 0.0001
-FAKE_LIST_RC=77 expect 2 "no CUDA device visible" -- "${t[@]}" --hours 0.0001
+FAKE_RC=1 expect 1 "A PROPERTY FAILED (exit 1). Re-run: VATTN_KERNEL=split-v1" 1 -- "${t[@]}" --hours 0.0001
+FAKE_RC=77 expect 2 "the tests were skipped" 1 -- "${t[@]}" --hours 0.0001
+FAKE_LIST_RC=77 expect 2 "no CUDA device visible" 0 -- "${t[@]}" --hours 0.0001
 [ $ok -eq 1 ]

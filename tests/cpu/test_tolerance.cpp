@@ -170,6 +170,9 @@ TEST_CASE("tolerance passes correct bf16 outputs", "[tolerance]") {
     INFO(r.detail());
     CHECK(r.pass);
     CHECK(r.lse_max_err > 0);
+    // A correct fp32 kernel errs about as much as the bf16-emulating yardstick, not 0 and not 2x.
+    CHECK(r.ratio_vs_bf16_ref > 0.5);
+    CHECK(r.ratio_vs_bf16_ref < 2.0);
   }
   SECTION("a scalar kernel with 16-key tiles and a truncated output") {
     const CompareReport r = f.check(scalar_kernel(f.c, 16, true), "scalar kernel tile 16, truncated");

@@ -26,7 +26,9 @@ std::string revisions_dir() {
 // The property every variant is measured against: the kernel result is within tolerance of
 // the CPU oracle, the run is clean (no device error, guard bands intact), and a forced
 // split count is the one used.
-PropertyOutcome hunt(const std::string& library, int& first_failure) {
+// `not_run` is set when the variant could not run a case at all (the library did not load, or
+// run() refused or failed to enqueue): that is not a bug caught, and the test fails on it.
+PropertyOutcome hunt(const std::string& library, int& first_failure, std::string& not_run) {
   FuzzConfig config = fuzz_config_from_env();
   config.params.seed = 20261129;  // fixed: the count below is comparable run to run
   config.params.maxSuccess = 300;
@@ -34,11 +36,20 @@ PropertyOutcome hunt(const std::string& library, int& first_failure) {
   const GenBudget b = test::gpu_budget("small");
   first_failure = 0;
   int cases = 0;  // evaluations, shrinking included; the first failure's index is the measure
-  auto prop = [&cases, &first_failure, b, library] {
+  not_run.clear();
+  auto prop = [&cases, &first_failure, &not_run, b, library] {
     const Recipe r = *gen_recipe(b);
     ++cases;
     const Case c = generate_case(r, "planted");
-    const auto v = test::check_vs_cpu(c, {r.splits}, library);
+    std::vector<test::KernelVerdict> v;
+    try {
+      v = test::check_vs_cpu(c, {r.splits}, library);
+    } catch (const std::exception& e) {
+      if (not_run.empty()) not_run = std::string("the variant did not run: ") + e.what();
+      throw;
+    }
+    if (v[0].run.status != VATTN_OK && not_run.empty())
+      not_run = "run() returned status " + std::to_string(static_cast<int>(v[0].run.status)) + " for " + r.to_line();
     const bool ok = v[0].run.ok() && v[0].report.pass &&
                     (r.splits == 0 || static_cast<int>(v[0].run.splits_used) == r.splits);
     if (!ok && first_failure == 0) first_failure = cases;
@@ -62,8 +73,11 @@ TEST_CASE("planted kernel bugs are each caught by the generated properties", "[g
     if (!std::filesystem::exists(lib))
       FAIL("planted variant " << v << " not built (configure with -DVATTN_BUILD_PLANTED=ON): " << lib);
     int cases = 0;
-    const PropertyOutcome out = hunt(lib, cases);
-    const bool caught = out.kind == PropertyOutcome::Kind::failed;
+    std::string not_run;
+    const PropertyOutcome out = hunt(lib, cases, not_run);
+    // Caught means the variant ran and the checks saw its bug, not that it failed to run.
+    const bool caught = out.kind == PropertyOutcome::Kind::failed && not_run.empty();
+    if (!not_run.empty()) std::printf("planted %-22s NOT RUN: %s\n", v, not_run.c_str());
     std::printf("planted %-22s %s after %d generated case(s)%s%s\n", v, caught ? "CAUGHT" : "NOT CAUGHT", cases,
                 caught ? "; shrunk to: " : "", caught ? out.recipe_line.c_str() : "");
     INFO(out.report);

@@ -114,7 +114,7 @@ def short_lse(g):
     o.create_dataset("lse", data=lse[:-1])
 
 
-# (label, where: "case" or "root", corruption, text the message must contain)
+# (label, where: "case" or "root", corruption, the field the message must name: "field '<it>'")
 CORRUPTIONS = [
     ("index outside the pool", "case", set_entry("kv_indices", 3, 10 ** 6), "kv_indices"),
     ("negative index", "case", set_entry("kv_indices", 0, -1), "kv_indices"),
@@ -129,8 +129,8 @@ CORRUPTIONS = [
     ("sm_scale negative", "case", set_attr("sm_scale", -1.0), "sm_scale"),
     ("sm_scale NaN", "case", set_attr("sm_scale", float("nan")), "sm_scale"),
     ("sm_scale float32", "case", set_attr("sm_scale", np.float32(0.1446796)), "sm_scale"),
-    ("num_heads wrong", "case", set_attr("num_heads", np.int32(3)), "num_heads"),
-    ("oracle lse too short", "case", short_lse, "lse"),
+    ("num_heads wrong", "case", set_attr("num_heads", np.int32(3)), "q"),  # q's shape says num_heads=3 is wrong
+    ("oracle lse too short", "case", short_lse, "outputs/oracle_fp64/lse"),
     ("recipe that does not parse", "case", set_attr("recipe", "foo bar"), "recipe"),
     ("recipe of another shape", "case", set_attr("recipe", "B=1 H=8 P=[10] T=[1] tree=chain seed=1"), "recipe"),
     ("not a vattn file", "root", set_attr("format", "something-else"), "format"),
@@ -164,7 +164,7 @@ def main():
             for sub in ("replay", "info"):
                 p = run([args.vattn, sub, path])
                 msg = p.stderr
-                wants = [path, field] + ([case_name] if where == "case" else [])
+                wants = [path, f"field '{field}'"] + ([case_name] if where == "case" else [])
                 missing = [w for w in wants if w not in msg]
                 ok = p.returncode == 2 and not missing and "PASS" not in p.stdout
                 print(f"{'ok  ' if ok else 'BAD '} {sub:6s} {label}: exit {p.returncode}: {msg.strip()}")
