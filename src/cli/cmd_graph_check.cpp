@@ -34,7 +34,8 @@ Args graph_check_args() {
             "2 bad usage, unknown --kernel or no device.")
       .example("vattn graph-check", "the in-tree revision")
       .example("vattn graph-check --kernel build/revisions/libvattn_rev_unsafe_sync.so",
-               "a revision library (this one synchronises inside run(), so checks fail)");
+               "a revision library (this one synchronises inside run(), so checks fail; it is built\n"
+               "with -DVATTN_BUILD_PLANTED=ON)");
   return a;
 }
 

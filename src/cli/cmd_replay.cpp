@@ -258,7 +258,7 @@ Args replay_args() {
          "Reads and validates each case file (a file that fails validation is not replayed: exit 2,\n"
          "naming file, case and field), recomputes the float64 oracle and the bf16-emulating reference\n"
          "for every case, and compares every stored output group under the tolerance model\n"
-         "(shared/spec/correctness.md). A stored oracle_fp64 is held to float32-storage accuracy instead.\n"
+         "(../shared/spec/correctness.md). A stored oracle_fp64 is held to float32-storage accuracy instead.\n"
          "Live producers (a kernel on a GPU machine) are compared the same way; those that cannot run\n"
          "here say why in one line.");
   a.positionals("FILE...", "case files to replay (none needed with --recipe)", 0)

@@ -1,6 +1,7 @@
 // Shared pieces of the GPU tests: run a revision on a case, compare with the CPU oracle (or
 // the naive GPU oracle) under the tolerance model, and on failure write the evidence (an
-// HDF5 repro with inputs, reference and result) and print the one line that re-creates it.
+// HDF5 repro: the inputs and the kernel's result as a stored output, the references left to the
+// replay that recomputes them) and print the one line that re-creates it.
 #pragma once
 
 #include <string>
@@ -34,7 +35,8 @@ std::vector<KernelVerdict> check_vs_naive_gpu(const Case& c, const std::vector<i
 // Recipe shorthand for tables: generate_case(parse(line)).
 Case make_case(const std::string& recipe_line);
 
-// Writes case + reference + result to $VATTN_FINDINGS_DIR (default ./findings); returns the path.
+// Writes the case's inputs and the result (as output `producer`) to $VATTN_FINDINGS_DIR (default
+// ./findings); returns the path. No reference is stored: replay recomputes it.
 std::string write_repro(const Case& c, const std::string& tag, const std::vector<float>& out,
                         const std::vector<float>& lse, const std::string& producer);
 
