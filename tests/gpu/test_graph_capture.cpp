@@ -80,6 +80,14 @@ TEST_CASE("graph checks catch graph-unsafe revisions", "[gpu][graph][planted]") 
     for (char& ch : expected_name)
       if (ch == '_') ch = '-';
     REQUIRE(rev.name() == expected_name);
+    {  // Control: outside a graph the variant runs and is right, so the failures below are the
+       // graph's (a variant that cannot launch here would fail every check for another reason).
+      const Case c = test::make_case("B=2 H=8 P=[100,7] T=[5,3] tree=random profile=uniform layout=scattered seed=5");
+      const auto eager = test::check_vs_cpu(c, {0}, lib.string());
+      INFO("eager control run of " << rev.name() << ": " << eager[0].run.problem(rev.api) << eager[0].report.detail());
+      REQUIRE(eager[0].run.ok());
+      REQUIRE(eager[0].report.pass);
+    }
     const std::vector<CheckResult> results = run_graph_checks(rev, opt);
     INFO("revision " << rev.name() << " (" << lib.string() << ")\n" << report(results));
     REQUIRE(results.size() == 8);
