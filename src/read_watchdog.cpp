@@ -38,38 +38,22 @@ std::string& program_label() {
   ::_exit(kExitUnusableInput);
 }
 
-// The crash guard's state: the messages of the innermost armed watchdog, and the handlers it
-// replaced. Reads happen on one thread at a time; only that thread changes these.
-const char* volatile g_segv_text = nullptr;
-const char* volatile g_bus_text = nullptr;
-volatile size_t g_segv_size = 0, g_bus_size = 0;
+// The crash guard's state: the innermost armed watchdog (its messages are what the handler
+// writes) and the handlers the outermost one replaced. Reads happen on one thread at a time;
+// only that thread changes these.
+const ReadWatchdog* volatile g_armed = nullptr;
 struct sigaction g_old_segv, g_old_bus;
 alignas(16) char g_alt_stack[64 * 1024];  // the handler still runs when the fault was a stack overflow
 
-void set_crash_texts(const std::string* segv, const std::string* bus) {
-  g_segv_text = nullptr;  // the size is never used with a stale pointer
-  g_bus_text = nullptr;
-  g_segv_size = segv ? segv->size() : 0;
-  g_bus_size = bus ? bus->size() : 0;
-  g_segv_text = segv ? segv->data() : nullptr;
-  g_bus_text = bus ? bus->data() : nullptr;
-}
-
 extern "C" void on_read_crash(int sig) {
-  const char* text = sig == SIGBUS ? g_bus_text : g_segv_text;
-  const size_t size = sig == SIGBUS ? g_bus_size : g_segv_size;
-  if (text != nullptr) expire(std::string_view(text, size));
+  const ReadWatchdog* armed = g_armed;
+  if (armed != nullptr) expire(armed->crash_message(sig));
   ::_exit(kExitUnusableInput);
 }
 
 }  // namespace
 
 void set_read_watchdog_label(const std::string& label) { program_label() = label; }
-
-const ReadWatchdog*& ReadWatchdog::innermost() {
-  static const ReadWatchdog* armed = nullptr;
-  return armed;
-}
 
 long read_timeout_from_environment() {
   try {
@@ -94,14 +78,17 @@ long parse_read_timeout(const char* text) {
   return static_cast<long>(v);
 }
 
+std::string_view ReadWatchdog::crash_message(int sig) const noexcept {
+  return sig == SIGBUS ? std::string_view(crash_bus_) : std::string_view(crash_segv_);
+}
+
 void ReadWatchdog::arm_crash_guard(const std::string& path) {
   const std::string head = program_label() + ": " + path + ": the HDF5 library crashed (";
   const std::string tail = ") while reading it: the file is corrupt\n";
   crash_segv_ = head + "SIGSEGV" + tail;
   crash_bus_ = head + "SIGBUS" + tail;
-  outer_ = innermost();
-  set_crash_texts(&crash_segv_, &crash_bus_);
-  innermost() = this;
+  outer_ = g_armed;
+  g_armed = this;
   if (outer_ != nullptr) return;  // the outer watchdog installed the handler
   stack_t alt{};
   alt.ss_sp = g_alt_stack;
@@ -116,14 +103,10 @@ void ReadWatchdog::arm_crash_guard(const std::string& path) {
 }
 
 void ReadWatchdog::disarm_crash_guard() {
-  innermost() = outer_;
-  if (outer_ != nullptr) {
-    set_crash_texts(&outer_->crash_segv_, &outer_->crash_bus_);
-    return;
-  }
+  g_armed = outer_;
+  if (outer_ != nullptr) return;
   sigaction(SIGSEGV, &g_old_segv, nullptr);
   sigaction(SIGBUS, &g_old_bus, nullptr);
-  set_crash_texts(nullptr, nullptr);
 }
 
 ReadWatchdog::ReadWatchdog(const std::string& path) {

@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace vattn {
@@ -60,12 +61,15 @@ class ReadWatchdog {
   // with many cases is not cut off, while a single stuck call still is.
   void restart();
 
+  // The line the crash guard writes for signal `sig` (SIGSEGV or SIGBUS); prepared when armed,
+  // so reading it from a signal handler allocates nothing.
+  std::string_view crash_message(int sig) const noexcept;
+
  private:
   void watch();
 
   void arm_crash_guard(const std::string& path);
   void disarm_crash_guard();
-  static const ReadWatchdog*& innermost();  // the armed watchdog whose crash messages are in use
 
   std::chrono::seconds timeout_{0};
   std::string message_;  // prepared before arming: the expiry path only calls write(2) and _exit(2)
