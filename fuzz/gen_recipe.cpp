@@ -172,8 +172,8 @@ GenBudget GenBudget::from_lookup(const std::function<const char*(const char*)>& 
       b.name += std::string(" ") + var + "=" + v;
     }
   };
-  override_int("VATTN_FUZZ_MAX_BATCH", b.max_batch, 65536);
-  override_int("VATTN_FUZZ_MAX_HEADS", b.max_heads, 1024);
+  override_int("VATTN_FUZZ_MAX_BATCH", b.max_batch, gen::kMaxBatch);
+  override_int("VATTN_FUZZ_MAX_HEADS", b.max_heads, gen::kMaxHeads);
   override_int("VATTN_FUZZ_MAX_PREFIX", b.max_prefix, gen::kMaxPrefix);
   override_int("VATTN_FUZZ_MAX_DRAFTS", b.max_drafts, gen::kMaxDrafts);
   override_i64("VATTN_FUZZ_MAX_TOTAL_KV", b.max_total_kv);

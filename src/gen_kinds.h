@@ -2,6 +2,9 @@
 // parser, the generators and the CLI help agree.
 #pragma once
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace vattn::gen {
@@ -10,6 +13,9 @@ constexpr const char* kTreeKinds = "chain|random|star|ddtree|deep|wide|padded";
 constexpr const char* kProfiles = "uniform|k26|adversarial|huge|ties|tiny";
 constexpr const char* kLayouts = "contiguous|scattered|reversed|sparse";
 
+// Largest B and H a recipe (or vattn gen) may ask for.
+constexpr int kMaxBatch = 65536;
+constexpr int kMaxHeads = 1024;
 // Largest T_b a recipe may ask for: the spec's maximum is 1025; the dense mask is T^2 bytes.
 constexpr int kMaxDrafts = 4096;
 // Largest P_b a recipe (or vattn gen --prefix) may ask for.
@@ -34,6 +40,17 @@ inline bool is_plain_decimal(const std::string& s) {
     if (exp_digits == 0) return false;
   }
   return i == s.size();
+}
+
+// `s` as a finite double when it is a plain decimal number in range; false otherwise.
+inline bool parse_plain_decimal(const std::string& s, double* out) {
+  if (!is_plain_decimal(s)) return false;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (*end != '\0' || errno == ERANGE || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
 }
 
 // True when `name` is one of the '|'-separated words of `list`.

@@ -112,9 +112,9 @@ Recipe Recipe::parse(const std::string& line) {
     const std::string key = token.substr(0, eq), value = token.substr(eq + 1);
     if (!seen.insert(key).second) bad(key, "given twice");
     if (key == "B") {
-      batch = parse_int(key, value, 1, 65536);
+      batch = parse_int(key, value, 1, gen::kMaxBatch);
     } else if (key == "H") {
-      r.heads = static_cast<int>(parse_int(key, value, 1, 1024));
+      r.heads = static_cast<int>(parse_int(key, value, 1, gen::kMaxHeads));
     } else if (key == "P") {
       prefix = parse_list(key, value, 0, gen::kMaxPrefix);
     } else if (key == "T") {
@@ -134,12 +134,8 @@ Recipe Recipe::parse(const std::string& line) {
     } else if (key == "seed") {
       r.seed = parse_u64(key, value);
     } else if (key == "scale") {
-      errno = 0;
-      char* end = nullptr;
-      const double v = gen::is_plain_decimal(value) ? std::strtod(value.c_str(), &end) : 0.0;
-      if (!gen::is_plain_decimal(value) || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v <= 0) {
-        bad(key, "must be a finite number > 0, got '" + value + "'");
-      }
+      double v = 0;
+      if (!gen::parse_plain_decimal(value, &v) || v <= 0) bad(key, "must be a finite number > 0, got '" + value + "'");
       r.sm_scale = v;
     } else if (key == "splits") {
       r.splits = static_cast<int>(parse_int(key, value, 0, gen::kMaxSplits));
@@ -189,7 +185,7 @@ std::string recipe_mismatch(const Case& c) {
            ", the case has " + std::to_string(c.d_qk) + ", " + std::to_string(c.d_v);
   }
   for (int b = 0; b < B; ++b) {
-    const int prefix = c.kv_indptr[b + 1] - c.kv_indptr[b];
+    const int prefix = c.prefix_len(b);
     if (r.prefix[b] != prefix || r.drafts[b] != c.drafts(b)) {
       return head + "request " + std::to_string(b) + " has P=" + std::to_string(r.prefix[b]) + " T=" +
              std::to_string(r.drafts[b]) + ", the case P=" + std::to_string(prefix) + " T=" + std::to_string(c.drafts(b));

@@ -1,11 +1,11 @@
 #include "args.h"
 
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
+#include "commands.h"
 #include "gen_kinds.h"
 #include "read_watchdog.h"
 
@@ -135,12 +135,8 @@ long long Args::get_int(const std::string& name, long long fallback, long long l
 double Args::get_double(const std::string& name, double fallback) const {
   if (!has(name)) return fallback;
   const std::string text = get(name);
-  errno = 0;
-  char* end = nullptr;
-  const double v = gen::is_plain_decimal(text) ? std::strtod(text.c_str(), &end) : 0.0;
-  if (!gen::is_plain_decimal(text) || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
-    throw UsageError("--" + name + ": '" + text + "' is not a finite decimal number");
-  }
+  double v = 0;
+  if (!gen::parse_plain_decimal(text, &v)) throw UsageError("--" + name + ": '" + text + "' is not a finite decimal number");
   return v;
 }
 
@@ -163,8 +159,7 @@ std::string Args::help_text() const {
     os << "\nexamples:\n";
     for (const auto& e : examples_) os << "  " << e.first << "\n      " << e.second << "\n";
   }
-  os << "\nexit codes: 0 ok, 1 a check failed, 2 unusable input, usage, or no CUDA device where one is needed\n"
-        "(2 takes precedence over 1: a run with an unusable input is incomplete)\n";
+  os << "\n" << kExitCodesHelp;
   return os.str();
 }
 

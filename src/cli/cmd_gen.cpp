@@ -77,7 +77,7 @@ Recipe recipe_from_options(const Args& a) {
   if (!gen::is_tree_kind(r.tree)) throw UsageError("--tree: unknown tree kind '" + r.tree + "' (" + gen::kTreeKinds + ")");
   r.layout = a.get("layout", r.layout);
   if (!gen::is_layout(r.layout)) throw UsageError("--layout: unknown layout '" + r.layout + "' (" + gen::kLayouts + ")");
-  r.heads = static_cast<int>(a.get_int("heads", 8, 1, 1024));
+  r.heads = static_cast<int>(a.get_int("heads", 8, 1, gen::kMaxHeads));
   r.poison = a.has("poison") || r.profile == "adversarial";
   const std::string seed_text = a.get("seed", "1");
   if (seed_text.empty() || seed_text.find_first_not_of("0123456789") != std::string::npos) {
@@ -93,7 +93,7 @@ Recipe recipe_from_options(const Args& a) {
   auto prefix = parse_int_list("prefix", a.get("prefix", "4099"), 0, gen::kMaxPrefix);
   auto drafts = parse_int_list("drafts", a.get("drafts", "16"), 1, gen::kMaxDrafts);
   const long long implied = static_cast<long long>(std::max(prefix.size(), drafts.size()));
-  const auto B = static_cast<size_t>(a.get_int("requests", implied, 1, 65536));
+  const auto B = static_cast<size_t>(a.get_int("requests", implied, 1, gen::kMaxBatch));
   for (auto* list : {&prefix, &drafts}) {
     if (list->size() == 1) list->assign(B, list->front());
     if (list->size() != B) {

@@ -7,6 +7,10 @@ namespace vattn::cli {
 constexpr int kExitOk = 0;
 constexpr int kExitCheckFailed = 1;
 constexpr int kExitBadInput = 2;
+// The exit-code paragraph of every --help (and of `vattn` alone).
+constexpr const char* kExitCodesHelp =
+    "exit codes: 0 ok, 1 a check failed, 2 unusable input, usage, or no CUDA device where one is needed\n"
+    "(2 takes precedence over 1: a run with an unusable input is incomplete)\n";
 
 int cmd_gen(int argc, char** argv);
 int cmd_info(int argc, char** argv);

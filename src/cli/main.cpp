@@ -29,8 +29,7 @@ void usage(FILE* f) {
                "usage: vattn <command> [options]   (vattn <command> --help for its options)\n\ncommands:\n",
                VATTN_VERSION);
   for (const auto& s : kSubcommands) std::fprintf(f, "  %-12s %s\n", s.name, s.summary);
-  std::fprintf(f, "\nexit codes: 0 ok, 1 a check failed, 2 unusable input, usage, or no CUDA device where one is needed\n"
-                 "(2 takes precedence over 1: a run with an unusable input is incomplete)\n");
+  std::fprintf(f, "\n%s", vattn::cli::kExitCodesHelp);
 }
 
 }  // namespace
