@@ -54,6 +54,11 @@ std::vector<KernelVerdict> run_and_compare(const Case& c, const std::vector<int>
 
 Case make_case(const std::string& recipe_line) { return generate_case(Recipe::parse(recipe_line), "case"); }
 
+std::filesystem::path revisions_dir() {
+  const char* env = std::getenv("VATTN_BINARY_DIR");
+  return std::filesystem::path(env && *env ? env : VATTN_BINARY_DIR) / "revisions";
+}
+
 std::vector<KernelVerdict> check_vs_cpu(const Case& c, const std::vector<int>& splits, const std::string& revision) {
   const Reference r64 = oracle_fp64(c);
   const Reference r16 = reference_bf16_emulated(c);

@@ -4,6 +4,7 @@
 // replay that recomputes them) and print the one line that re-creates it.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ std::vector<KernelVerdict> check_vs_naive_gpu(const Case& c, const std::vector<i
 
 // Recipe shorthand for tables: generate_case(parse(line)).
 Case make_case(const std::string& recipe_line);
+
+// Where the revision libraries of the build are: $VATTN_BINARY_DIR (the staged build on the
+// device) or the build this binary came from, then revisions/.
+std::filesystem::path revisions_dir();
 
 // Writes the case's inputs and the result (as output `producer`) to $VATTN_FINDINGS_DIR (default
 // ./findings); returns the path. No reference is stored: replay recomputes it.

@@ -1,7 +1,6 @@
 // The CUDA-graph checks (src/gpu/graph_check.h): they pass on the in-tree revision, built in
 // and as a library, and they catch each deliberately graph-unsafe variant by the check that
 // names its fault (variants built with -DVATTN_BUILD_PLANTED=ON).
-#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -13,11 +12,6 @@
 using namespace vattn;
 
 namespace {
-
-std::filesystem::path revisions_dir() {
-  const char* env = std::getenv("VATTN_BINARY_DIR");
-  return std::filesystem::path(env && *env ? env : VATTN_BINARY_DIR) / "revisions";
-}
 
 std::string report(const std::vector<CheckResult>& results) {
   std::ostringstream os;
@@ -48,7 +42,7 @@ TEST_CASE("graph checks pass on the revision under test", "[gpu][graph]") {
 }
 
 TEST_CASE("graph checks pass on the split-v1 revision library", "[gpu][graph]") {
-  const std::filesystem::path lib = revisions_dir() / "libvattn_rev_split_v1.so";
+  const std::filesystem::path lib = test::revisions_dir() / "libvattn_rev_split_v1.so";
   INFO("expected " << lib.string() << " (target vattn_rev_split_v1; set VATTN_BINARY_DIR to the build directory)");
   REQUIRE(std::filesystem::exists(lib));
   const Revision rev = load_revision(lib.string());
@@ -71,7 +65,7 @@ TEST_CASE("graph checks catch graph-unsafe revisions", "[gpu][graph][planted]") 
   opt.replays = 12;  // replay 0 already has every prefix at the slot's largest
   opt.two_graph_rounds = 2;
   for (const Variant& v : variants) {
-    const std::filesystem::path lib = revisions_dir() / ("libvattn_rev_" + std::string(v.name) + ".so");
+    const std::filesystem::path lib = test::revisions_dir() / ("libvattn_rev_" + std::string(v.name) + ".so");
     // Registered with ctest only when the variants are built (see CMakeLists.txt).
     if (!std::filesystem::exists(lib))
       FAIL("graph-unsafe variant not built: " << lib.string() << " (configure with -DVATTN_BUILD_PLANTED=ON)");

@@ -18,11 +18,6 @@ using namespace vattn;
 
 namespace {
 
-std::string revisions_dir() {
-  const char* b = std::getenv("VATTN_BINARY_DIR");
-  return std::string(b && *b ? b : VATTN_BINARY_DIR) + "/revisions";
-}
-
 // The property every variant is measured against: the kernel result is within tolerance of
 // the CPU oracle, the run is clean (no device error, guard bands intact), and a forced
 // split count is the one used.
@@ -67,7 +62,7 @@ TEST_CASE("planted kernel bugs are each caught by the generated properties", "[g
   const char* variants[] = {"skip_rescale", "drop_last_key", "mask_overread", "log2_merge", "empty_split_nan",
                             "ignore_forced_splits"};
   for (const char* v : variants) {
-    const std::string lib = revisions_dir() + "/libvattn_rev_plant_" + v + ".so";
+    const std::string lib = (test::revisions_dir() / ("libvattn_rev_plant_" + std::string(v) + ".so")).string();
     // ctest registers this test only when the variants are built; run by hand without them,
     // it fails rather than pass having measured nothing.
     if (!std::filesystem::exists(lib))
