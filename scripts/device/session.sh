@@ -17,6 +17,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out="${OUT:-/tmp}"
 b="$root/.device/build"
 steps="${*:-tests planted replay graph bench}"
+export VATTN_REQUIRE_GPU=1  # a GPU machine: GPU tests that cannot see the device fail, not skip
 [ -x "$b/vattn" ] || { echo "session: no staged build at $b (run scripts/device/stage.sh first)" >&2; exit 2; }
 rc=0
 for step in $steps; do
