@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # An overnight fuzz campaign against one kernel revision, on a GPU machine: the GPU
 # properties run round after round, each with a fresh seed, at the large budget, until the
-# time is up or a property fails. Progress goes to the terminal and to LOG; failures leave
-# their repro .h5 files in FINDINGS and the RC_PARAMS line that re-runs them.
+# time is up or a property fails (with --keep-going: until the time is up, collecting every
+# failure). Progress goes to the terminal and to LOG; a failed round names the falsified
+# properties and their recipe lines, leaves repro .h5 files in FINDINGS and prints the line
+# that re-runs it.
 #   scripts/fuzz-campaign.sh [--kernel split-v1|path/lib.so] [--hours 8] [--cases 200]
-#                            [--budget large] [--findings DIR] [--tests BINARY]
+#                            [--budget large] [--findings DIR] [--tests BINARY] [--keep-going]
 # At least one round runs, however short --hours is (--hours 0.01: one quick smoke round).
-# Exit: 0 time is up and every round held, 1 a property failed, 2 usage or nothing could run
-# (no tests binary, no CUDA device).
+# Exit: 0 time is up and every round held, 1 a round failed (a property, or the tests binary
+# died), 2 usage or nothing could run (no tests binary, no CUDA device).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-kernel=split-v1 hours=8 cases=200 budget=large findings="$root/findings" tests=""
+kernel=split-v1 hours=8 cases=200 budget=large findings="$root/findings" tests="" keep_going=0
 while [ $# -gt 0 ]; do
   case $1 in
-    -h|--help) sed -n 2,10p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 2,12p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --keep-going) keep_going=1; shift; continue ;;
     --kernel|--hours|--cases|--budget|--findings|--tests) ;;
     *) echo "fuzz-campaign: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -54,24 +57,42 @@ mkdir -p "$findings"
 log="$findings/campaign-$(date -u +%Y%m%dT%H%M%SZ).log"
 end=$(( $(date +%s) + $(awk "BEGIN{print int($hours*3600)}") ))
 export VATTN_KERNEL="$kernel" VATTN_FUZZ_BUDGET="$budget" VATTN_FUZZ_CASES="$cases" VATTN_FINDINGS_DIR="$findings"
-round=0
-echo "campaign: kernel=$kernel budget=$budget cases/property/round=$cases until $(date -u -d @$end) log=$log" | tee "$log"
+round=0 failed=""
+round_out=$(mktemp /tmp/vattn-fuzz-round.XXXXXX)
+trap 'rm -f "$round_out"' EXIT
+echo "campaign: kernel=$kernel budget=$budget cases/property/round=$cases until $(date -u -d @$end)" \
+     "$([ $keep_going = 1 ] && echo "(keep going after a failure) ")log=$log" | tee "$log"
 while [ $round = 0 ] || [ "$(date +%s)" -lt "$end" ]; do
   round=$((round + 1))
   seed=$(( (RANDOM << 16) ^ RANDOM ^ round ))
   start=$(date +%s)
   # -w NoTests: a spec that matches no test fails the round instead of passing it
-  RC_PARAMS="seed=$seed" "$tests" "$spec" -w NoTests >>"$log" 2>&1
+  RC_PARAMS="seed=$seed" "$tests" "$spec" -w NoTests >"$round_out" 2>&1
   rc=$?
+  cat "$round_out" >>"$log"
   if [ $rc = 0 ]; then
     echo "round $round seed=$seed: all properties held ($(( $(date +%s) - start )) s)" | tee -a "$log"
+    continue
   elif [ $rc = 77 ]; then
     echo "round $round seed=$seed: the tests were skipped (no CUDA device?); nothing was run. Log: $log" | tee -a "$log"
     exit 2
-  else
-    echo "round $round seed=$seed: A PROPERTY FAILED (exit $rc). Re-run: VATTN_KERNEL=$kernel VATTN_FUZZ_BUDGET=$budget" \
-         "VATTN_FUZZ_CASES=$cases RC_PARAMS=\"seed=$seed\" $tests \"$spec\" -w NoTests; repros and details: $findings, $log" | tee -a "$log"
-    exit 1
   fi
+  if [ $rc -gt 128 ]; then
+    what="THE TESTS BINARY DIED (signal $((rc - 128)); the end of its output is in the log)"
+  else
+    what="A PROPERTY FAILED (exit $rc)"
+  fi
+  {
+    echo "round $round seed=$seed: $what. Re-run: VATTN_KERNEL=$kernel VATTN_FUZZ_BUDGET=$budget" \
+         "VATTN_FUZZ_CASES=$cases RC_PARAMS=\"seed=$seed\" $tests \"$spec\" -w NoTests; repros and details: $findings, $log"
+    # The falsified properties and their shrunk cases, as the round printed them.
+    grep -E "^property '.*' falsified|^  recipe: " "$round_out" | awk '!seen[$0]++' | head -12 | sed 's/^ */    /'
+  } | tee -a "$log"
+  failed="$failed $round"
+  [ $keep_going = 1 ] || exit 1
 done
+if [ -n "$failed" ]; then
+  echo "campaign: $round round$([ $round = 1 ] || echo s), $(wc -w <<<"$failed") failed (round$failed); details: $log" | tee -a "$log"
+  exit 1
+fi
 echo "campaign: $round round$([ $round = 1 ] || echo s), no failure" | tee -a "$log"

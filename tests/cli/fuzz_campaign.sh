@@ -2,8 +2,9 @@
 # fuzz_campaign.sh SCRIPT
 # scripts/fuzz-campaign.sh without a GPU: a stand-in tests binary and a stand-in nvidia-smi
 # check the option checks (exit 2 before anything runs), that a short campaign runs exactly one
-# round and passes its settings to the tests, and that a failing or skipped round gives exit 1
-# or 2 with the line that re-runs it.
+# round and passes its settings to the tests, that a failing or skipped round gives exit 1 or 2
+# with the line that re-runs it and the falsified property, and that --keep-going runs on after
+# a failure and reports it at the end.
 set -u
 script=$1
 tmp=$(mktemp -d /tmp/vattn-fuzz-campaign.XXXXXX)
@@ -13,9 +14,17 @@ printf '#!/bin/sh\n[ "$1" = -L ] && echo "GPU 0: stand-in"\nexit 0\n' >"$tmp/bin
 cat >"$tmp/tests" <<'FAKE'
 #!/bin/sh
 # stand-in for vattn_tests_gpu: FAKE_LIST_RC for the device probe, FAKE_RC for a round
+# (FAKE_FIRST_ONLY=1: only the first round fails; FAKE_SLEEP: seconds per round)
 if [ "$1" = --list-test-names-only ]; then exit "${FAKE_LIST_RC:-0}"; fi
 echo "kernel=$VATTN_KERNEL cases=$VATTN_FUZZ_CASES budget=$VATTN_FUZZ_BUDGET rc=$RC_PARAMS spec=$1 $2 $3" >>"$FAKE_CALLS"
-exit "${FAKE_RC:-0}"
+sleep "${FAKE_SLEEP:-0}"
+rc=${FAKE_RC:-0}
+[ "${FAKE_FIRST_ONLY:-0}" = 1 ] && [ "$(wc -l <"$FAKE_CALLS")" -gt 1 ] && rc=0
+if [ "$rc" = 1 ]; then
+  echo "property 'stand-in property' falsified after 3 successful case(s)"
+  echo "  recipe: B=1 H=1 P=[0] T=[1] tree=chain seed=1"
+fi
+exit "$rc"
 FAKE
 chmod +x "$tmp/bin/nvidia-smi" "$tmp/tests"
 export PATH="$tmp/bin:$PATH" FAKE_CALLS="$tmp/calls"
@@ -49,6 +58,22 @@ if ! grep -q "kernel=split-v1 cases=7 budget=medium rc=seed=[0-9]* spec=\[proper
   ok=0; echo "FAIL: the round did not get the campaign's settings:"; cat "$tmp/calls"
 fi
 FAKE_RC=1 expect 1 "A PROPERTY FAILED (exit 1). Re-run: VATTN_KERNEL=split-v1" 1 -- "${t[@]}" --hours 0.0001
+FAKE_RC=1 expect 1 "    property 'stand-in property' falsified after 3" 1 -- "${t[@]}" --hours 0.0001
+FAKE_RC=1 expect 1 "    recipe: B=1 H=1 P=[0] T=[1] tree=chain seed=1" 1 -- "${t[@]}" --hours 0.0001
+FAKE_RC=139 expect 1 "THE TESTS BINARY DIED (signal 11" 1 -- "${t[@]}" --hours 0.0001
+# --keep-going: round 1 fails, the campaign goes on until the time is up (2 s, a second per
+# round: at least two rounds), then says which round failed and exits 1.
+: >"$tmp/calls"
+FAKE_RC=1 FAKE_FIRST_ONLY=1 FAKE_SLEEP=1 bash "$script" --findings "$tmp/findings" "${t[@]}" --hours 0.0006 --keep-going \
+  >"$tmp/out" 2>&1
+got=$?
+ran=$(wc -l <"$tmp/calls")
+if [ $got -ne 1 ] || [ "$ran" -lt 2 ] || ! grep -qE "^campaign: $ran rounds, 1 failed \(round 1\)" "$tmp/out" ||
+   ! grep -q "^round 2 seed=[0-9]*: all properties held" "$tmp/out"; then
+  ok=0; echo "FAIL fuzz-campaign --keep-going: exit $got (expected 1), $ran round(s) (expected >= 2), output:"; cat "$tmp/out"
+else
+  echo "ok: fuzz-campaign --keep-going: exit $got, $ran rounds: $(grep '^campaign: .*failed' "$tmp/out")"
+fi
 FAKE_RC=77 expect 2 "the tests were skipped" 1 -- "${t[@]}" --hours 0.0001
 FAKE_LIST_RC=77 expect 2 "no CUDA device visible" 0 -- "${t[@]}" --hours 0.0001
 [ $ok -eq 1 ]
