@@ -23,6 +23,12 @@ constexpr int kKSteps = kQuarterDims / 16;
 constexpr int kChunksPerRow = kDqk / 8;  // 16-byte chunks per KV row
 static_assert(kQuarterDims % 16 == 0, "d_qk quarter must be whole mma k-steps");
 
+#ifdef VATTN_PLANT_NO_NONFINITE_GUARD
+constexpr bool kGuardNonfiniteV = false;  // Planted bug: a masked row meets 0 * NaN/Inf of V in the mma.
+#else
+constexpr bool kGuardNonfiniteV = true;
+#endif
+
 __device__ __forceinline__ bool mask_bit(const vattn_args& a, int64_t mask_base, int words_per_row, int i, int j) {
 #ifdef VATTN_PLANT_MASK_OVERREAD
   // Planted bug: reads the mask of the next draft row (one row past the right one).
@@ -237,7 +243,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
       // visible to every row; keys past the split and drafts no row sees are zero-filled).
       // A draft seen by row i but masked for row i' must not reach i' as 0 * NaN in P.V.
       bool v_nonfinite = false;
-      if (has_drafts) {
+      if (kGuardNonfiniteV && has_drafts) {
         for (int c = threadIdx.x; c < kKeysPerTile * (kDv / 8); c += kThreads) {
           const int row = c / (kDv / 8), ch = c % (kDv / 8);
           const uint4 v = *reinterpret_cast<const uint4*>(kv + row * kSmemStride + ch * 8);

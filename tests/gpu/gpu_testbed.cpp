@@ -96,7 +96,9 @@ std::string write_repro(const Case& c, const std::string& tag, const std::vector
   got.lse = lse;
   copy.outputs.push_back(got);
   CaseFileHeader h;
-  h.source = "fuzz:" + producer;
+  // case-format.md: "fuzz:<kernel revision>"; the producer is "kernel:<revision>".
+  const std::string kernel_prefix = "kernel:";
+  h.source = "fuzz:" + (producer.rfind(kernel_prefix, 0) == 0 ? producer.substr(kernel_prefix.size()) : producer);
   h.optional["notes"] = "repro written by a failing GPU test; recipe: " + c.recipe;
   try {
     write_case_file(path, h, {copy});

@@ -28,10 +28,10 @@ GenBudget gpu_budget(const std::string& default_name) {
   return b;
 }
 
-RunResult run_once(const Case& c, int splits) {
+RunResult run_once(const Case& c, int splits, const std::string& revision) {
   DeviceCase dc(c);
   // Plan limits fitted to this run (not the budget's maximum): large cases keep a small workspace.
-  KernelRunner runner(load_revision(revision_under_test()), limits_for(c, std::max(splits, 8)));
+  KernelRunner runner(load_revision(revision), limits_for(c, std::max(splits, 8)));
   return runner.run(dc, splits);
 }
 
@@ -54,12 +54,13 @@ std::string row_name(const Case& c, int64_t flat_row) {
   return os.str();
 }
 
-// Compares rows [a_row0, a_row0 + rows) of a with [b_row0, ...) of b, with an optional row stride map.
+// Compares row a_row_of(k) of a with row b_row0 + k of b, for k in [0, rows).
 std::string compare_rows(const Case& c, const RunResult& a, const RunResult& b,
-                         const std::function<int64_t(int64_t)>& a_row_of, int64_t rows) {
+                         const std::function<int64_t(int64_t)>& a_row_of, int64_t rows, int64_t b_row0 = 0) {
   const int64_t dv = c.d_v;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t ar = a_row_of(r);
+  for (int64_t k = 0; k < rows; ++k) {
+    const int64_t r = b_row0 + k;
+    const int64_t ar = a_row_of(k);
     if (!same_bits(a.lse[static_cast<size_t>(ar)], b.lse[static_cast<size_t>(r)])) {
       std::ostringstream os;
       os.precision(9);
@@ -157,6 +158,61 @@ Case poison_outside_key_sets(const Case& c, uint64_t seed) {
   }
   m.outputs.clear();
   return m;
+}
+
+PoisonedDraft poison_partly_visible_draft(const Case& c, uint64_t seed) {
+  PoisonedDraft p;
+  const int B = c.num_requests();
+  for (int n = 0; n < B && p.request < 0; ++n) {
+    const int b = static_cast<int>((seed + static_cast<uint64_t>(n)) % static_cast<uint64_t>(B));
+    const int t = c.drafts(b);
+    for (int m = 0; m < t && p.request < 0; ++m) {
+      const int j = static_cast<int>((seed / 7 + static_cast<uint64_t>(m)) % static_cast<uint64_t>(t));
+      bool seen = false, unseen = false;
+      for (int i = 0; i < t; ++i) (c.visible(b, i, j) ? seen : unseen) = true;
+      if (seen && unseen) p.request = b, p.draft = j;
+    }
+  }
+  p.c = c;
+  p.c.outputs.clear();
+  if (p.request < 0) return p;
+  const size_t d = static_cast<size_t>(c.d_qk);
+  uint16_t* row = p.c.kv_draft.data() + static_cast<size_t>(c.qo_indptr[static_cast<size_t>(p.request)] + p.draft) * d;
+  switch (seed % 3) {
+    case 0:  // the whole row: K and V
+      std::fill(row, row + d, kBf16QuietNaN);
+      p.nan_in_k = true;
+      break;
+    case 1:  // one V column only: K stays finite, so the score is finite and the P.V guard is all that stands
+      row[(seed / 3) % static_cast<uint64_t>(c.d_v)] = (seed / 3) % 2 ? kBf16PosInf : kBf16NegInf;
+      break;
+    default:  // one column past d_v (K only) and one V column
+      row[static_cast<size_t>(c.d_v) + (seed / 3) % static_cast<uint64_t>(c.d_qk - c.d_v)] = kBf16QuietNaN;
+      row[(seed / 5) % static_cast<uint64_t>(c.d_v)] = kBf16PosInf;
+      p.nan_in_k = true;
+      break;
+  }
+  return p;
+}
+
+std::string poisoned_draft_difference(const Case& c, const PoisonedDraft& p, const RunResult& clean,
+                                      const RunResult& poisoned) {
+  if (clean.out.size() != poisoned.out.size() || clean.lse.size() != poisoned.lse.size()) return "output sizes differ";
+  const int64_t H = c.num_heads, dv = c.d_v;
+  const int64_t q0 = c.qo_indptr[static_cast<size_t>(p.request)];
+  for (int64_t r = 0; r < static_cast<int64_t>(clean.lse.size()); ++r) {
+    const int64_t q = r / H;
+    const bool sees = q >= q0 && q < q0 + c.drafts(p.request) && c.visible(p.request, static_cast<int>(q - q0), p.draft);
+    if (!sees) {
+      const std::string diff = compare_rows(c, clean, poisoned, [r](int64_t) { return r; }, 1, r);
+      if (!diff.empty()) return "a row that cannot see the poisoned draft changed: " + diff;
+    } else if (p.nan_in_k) {
+      bool nonfinite = !std::isfinite(poisoned.lse[static_cast<size_t>(r)]);
+      for (int64_t d = 0; d < dv && !nonfinite; ++d) nonfinite = !std::isfinite(poisoned.out[static_cast<size_t>(r * dv + d)]);
+      if (!nonfinite) return row_name(c, r) + " sees a draft whose K holds a NaN, yet its output is finite";
+    }
+  }
+  return "";
 }
 
 Case extract_request(const Case& c, int b) {

@@ -16,8 +16,9 @@ namespace vattn::test {
 // split workspace stay a few GB on the device and generate in about a second on the host.
 GenBudget gpu_budget(const std::string& default_name);
 
-// Poisoned, forced-split run of the revision under test on its own exactly-fitting limits.
-RunResult run_once(const Case& c, int splits);
+// Poisoned, forced-split run of a revision (default: the one under test) on its own
+// exactly-fitting limits.
+RunResult run_once(const Case& c, int splits, const std::string& revision = revision_under_test());
 
 // Prints the case line and the repro path of a failing verdict (the testbed wrote it).
 void note_failure(const KernelVerdict& v, const Case& c, const std::string& tag);
@@ -35,6 +36,21 @@ Case permute_slots(const Case& c, uint64_t seed);
 // NaN/Inf in every pool row no request references (plus extra such rows) and in the KV of
 // draft nodes no row may see.
 Case poison_outside_key_sets(const Case& c, uint64_t seed);
+// NaN/Inf in the KV row of one draft that some rows of its request see and others do not:
+// the rows that do not see it still share its K/V tile, where 0 * NaN in P.V must not reach
+// them. `request` is -1 when the case has no such draft. With `nan_in_k` the draft's K part
+// holds a NaN, so every row that sees it must come out non-finite; otherwise only one V column
+// is +-Inf (a row that sees the draft with a probability that rounds to 0 may stay finite).
+struct PoisonedDraft {
+  Case c;
+  int request = -1, draft = -1;
+  bool nan_in_k = false;
+};
+PoisonedDraft poison_partly_visible_draft(const Case& c, uint64_t seed);
+// "" when every row that cannot see the poisoned draft is bitwise as in `clean` and, with
+// `nan_in_k`, every row that sees it is non-finite; else the first violation, located.
+std::string poisoned_draft_difference(const Case& c, const PoisonedDraft& p, const RunResult& clean,
+                                      const RunResult& poisoned);
 Case extract_request(const Case& c, int request);
 Case extract_head(const Case& c, int head);
 // A chain request of T drafts as T single-draft requests: draft i's earlier drafts become

@@ -18,12 +18,15 @@ using namespace vattn;
 
 namespace {
 
-// The property every variant is measured against: the kernel result is within tolerance of
-// the CPU oracle, the run is clean (no device error, guard bands intact), and a forced
-// split count is the one used.
+// The property a variant is measured against. kOracle, for most: the kernel result is within
+// tolerance of the CPU oracle, the run is clean (no device error, guard bands intact), and a
+// forced split count is the one used. kPartlyVisiblePoison: NaN/Inf in a draft some rows see
+// changes no other row (generated cases never hold NaN where a row could meet it in P.V).
 // `not_run` is set when the variant could not run a case at all (the library did not load, or
 // run() refused or failed to enqueue): that is not a bug caught, and the test fails on it.
-PropertyOutcome hunt(const std::string& library, int& first_failure, std::string& not_run) {
+enum class Property { kOracle, kPartlyVisiblePoison };
+
+PropertyOutcome hunt(const std::string& library, Property property, int& first_failure, std::string& not_run) {
   FuzzConfig config = fuzz_config_from_env();
   config.params.seed = 20261129;  // fixed: the count below is comparable run to run
   config.params.maxSuccess = 300;
@@ -32,10 +35,30 @@ PropertyOutcome hunt(const std::string& library, int& first_failure, std::string
   first_failure = 0;
   int cases = 0;  // evaluations, shrinking included; the first failure's index is the measure
   not_run.clear();
-  auto prop = [&cases, &first_failure, &not_run, b, library] {
+  auto prop = [&cases, &first_failure, &not_run, b, library, property] {
     const Recipe r = *gen_recipe(b);
     ++cases;
     const Case c = generate_case(r, "planted");
+    if (property == Property::kPartlyVisiblePoison) {
+      const test::PoisonedDraft p = test::poison_partly_visible_draft(c, *rc::gen::inRange(0, 1000));
+      RC_PRE(p.request >= 0);
+      RunResult x, y;
+      try {
+        x = test::run_once(c, r.splits, library);
+        y = test::run_once(p.c, r.splits, library);
+      } catch (const std::exception& e) {
+        if (not_run.empty()) not_run = std::string("the variant did not run: ") + e.what();
+        throw;
+      }
+      if ((x.status != VATTN_OK || y.status != VATTN_OK) && not_run.empty())
+        not_run = "run() refused or failed to enqueue " + r.to_line();
+      const std::string diff = x.ok() && y.ok() ? test::poisoned_draft_difference(c, p, x, y) : "a run failed";
+      if (!diff.empty() && first_failure == 0) first_failure = cases;
+      RC_ASSERT(x.ok());
+      RC_ASSERT(y.ok());
+      if (!diff.empty()) RC_FAIL(diff);
+      return;
+    }
     std::vector<test::KernelVerdict> v;
     try {
       v = test::check_vs_cpu(c, {r.splits}, library);
@@ -59,9 +82,12 @@ PropertyOutcome hunt(const std::string& library, int& first_failure, std::string
 
 TEST_CASE("planted kernel bugs are each caught by the generated properties", "[gpu][planted]") {
   setenv("VATTN_FINDINGS_DIR", "/tmp/vattn-planted-findings", 1);  // shrinking fails many times: keep repros out of findings/
-  const char* variants[] = {"skip_rescale", "drop_last_key", "mask_overread", "log2_merge", "empty_split_nan",
-                            "ignore_forced_splits"};
-  for (const char* v : variants) {
+  const std::pair<const char*, Property> variants[] = {
+      {"skip_rescale", Property::kOracle},         {"drop_last_key", Property::kOracle},
+      {"mask_overread", Property::kOracle},        {"log2_merge", Property::kOracle},
+      {"empty_split_nan", Property::kOracle},      {"ignore_forced_splits", Property::kOracle},
+      {"no_nonfinite_guard", Property::kPartlyVisiblePoison}};
+  for (const auto& [v, property] : variants) {
     const std::string lib = (test::revisions_dir() / ("libvattn_rev_plant_" + std::string(v) + ".so")).string();
     // ctest registers this test only when the variants are built; run by hand without them,
     // it fails rather than pass having measured nothing.
@@ -69,7 +95,7 @@ TEST_CASE("planted kernel bugs are each caught by the generated properties", "[g
       FAIL("planted variant " << v << " not built (configure with -DVATTN_BUILD_PLANTED=ON): " << lib);
     int cases = 0;
     std::string not_run;
-    const PropertyOutcome out = hunt(lib, cases, not_run);
+    const PropertyOutcome out = hunt(lib, property, cases, not_run);
     // Caught means the variant ran and the checks saw its bug, not that it failed to run.
     const bool caught = out.kind == PropertyOutcome::Kind::failed && not_run.empty();
     if (!not_run.empty()) std::printf("planted %-22s NOT RUN: %s\n", v, not_run.c_str());

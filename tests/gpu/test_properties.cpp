@@ -110,6 +110,26 @@ TEST_CASE("kernel property: NaN/Inf outside every key set changes nothing, bitwi
   });
 }
 
+TEST_CASE("kernel property: NaN/Inf in a draft changes only the rows that see it", "[gpu][property]") {
+  // The draft shares its K/V tile with rows that must not see it: a masked probability of 0
+  // times a NaN/Inf value in P.V would leak into them.
+  const GenBudget b = gpu_budget("large");
+  rc_prop("partly visible poison", [b] {
+    Recipe r = *gen_recipe(b);
+    r.poison = false;
+    const Case c = generate_case(r, "property");
+    const PoisonedDraft p = poison_partly_visible_draft(c, *rc::gen::inRange(0, 1000));
+    RC_PRE(p.request >= 0);  // every draft seen by all rows of its request, or by none
+    const RunResult x = run_once(c, r.splits), y = run_once(p.c, r.splits);
+    RC_ASSERT(x.ok());
+    RC_ASSERT(y.ok());
+    const std::string diff = poisoned_draft_difference(c, p, x, y);
+    if (!diff.empty())
+      RC_FAIL("request " + std::to_string(p.request) + " draft " + std::to_string(p.draft) + " poisoned" +
+              (p.nan_in_k ? " (NaN in K)" : " (+-Inf in one V column)") + ": " + diff);
+  });
+}
+
 TEST_CASE("kernel property: a request alone equals it inside the batch, bitwise for a forced split count",
           "[gpu][property]") {
   // Claim: bitwise under a forced split count. With the kernel choosing, the split count
