@@ -12,11 +12,18 @@
 # Logs land in $OUT (or /tmp). Exit 0 when every step did what it should, 1 otherwise, 2 usage.
 #   bash scripts/device/session.sh [STEP...]
 set -uo pipefail
-case "${1:-}" in -h|--help) sed -n 2,13p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+for arg in "$@"; do case $arg in -h|--help) sed -n 2,13p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac; done
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out="${OUT:-/tmp}"
 b="$root/.device/build"
 steps="${*:-tests planted replay graph bench}"
+# Every step name is checked before any step runs: a typo must not cost a device session.
+for step in $steps; do
+  case $step in
+    tests|planted|repro|sanitize|replay|graph|bench) ;;
+    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench; --help)" >&2; exit 2 ;;
+  esac
+done
 export VATTN_REQUIRE_GPU=1  # a GPU machine: GPU tests that cannot see the device fail, not skip
 [ -x "$b/vattn" ] || { echo "session: no staged build at $b (run scripts/device/stage.sh first)" >&2; exit 2; }
 rc=0
@@ -55,7 +62,7 @@ for step in $steps; do
         grep -E "falsified|test cases" | head -2 ;;
     sanitize) bash "$root/scripts/device/run.sh" --sanitize | grep -E "===|SUMMARY|passed|failed"
               [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
-    replay) "$b/vattn" replay "$root"/fixtures/*.h5 --json "$out/replay.json" 2>&1 | tee "$out/replay.log" | tail -20
+    replay) "$b/vattn" replay "$root"/fixtures/*.h5 --kernel split-v1 --json "$out/replay.json" 2>&1 | tee "$out/replay.log" | tail -20
             [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     graph)
       "$b/vattn" graph-check 2>&1 | tee "$out/graph-check.log"
@@ -71,7 +78,6 @@ for step in $steps; do
       done ;;
     bench) "$b/vattn" bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log" | grep -v "^bench:"
            [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
-    *) echo "session.sh: unknown step '$step'" >&2; rc=2 ;;
   esac
 done
 echo "session: exit $rc"

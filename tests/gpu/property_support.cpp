@@ -195,24 +195,25 @@ PoisonedDraft poison_partly_visible_draft(const Case& c, uint64_t seed) {
   return p;
 }
 
-std::string poisoned_draft_difference(const Case& c, const PoisonedDraft& p, const RunResult& clean,
-                                      const RunResult& poisoned) {
+std::string poisoned_draft_difference(const Case& c, const Reference& naive, const PoisonedDraft& p,
+                                      const RunResult& clean, const RunResult& poisoned) {
   if (clean.out.size() != poisoned.out.size() || clean.lse.size() != poisoned.lse.size()) return "output sizes differ";
   const int64_t H = c.num_heads, dv = c.d_v;
   const int64_t q0 = c.qo_indptr[static_cast<size_t>(p.request)];
+  RunResult others = poisoned;  // the rows that see the draft replaced by the clean run's
   for (int64_t r = 0; r < static_cast<int64_t>(clean.lse.size()); ++r) {
     const int64_t q = r / H;
-    const bool sees = q >= q0 && q < q0 + c.drafts(p.request) && c.visible(p.request, static_cast<int>(q - q0), p.draft);
-    if (!sees) {
-      const std::string diff = compare_rows(c, clean, poisoned, [r](int64_t) { return r; }, 1, r);
-      if (!diff.empty()) return "a row that cannot see the poisoned draft changed: " + diff;
-    } else if (p.nan_in_k) {
+    if (q < q0 || q >= q0 + c.drafts(p.request) || !c.visible(p.request, static_cast<int>(q - q0), p.draft)) continue;
+    if (p.nan_in_k) {
       bool nonfinite = !std::isfinite(poisoned.lse[static_cast<size_t>(r)]);
       for (int64_t d = 0; d < dv && !nonfinite; ++d) nonfinite = !std::isfinite(poisoned.out[static_cast<size_t>(r * dv + d)]);
       if (!nonfinite) return row_name(c, r) + " sees a draft whose K holds a NaN, yet its output is finite";
     }
+    others.lse[static_cast<size_t>(r)] = clean.lse[static_cast<size_t>(r)];
+    std::copy_n(clean.out.begin() + r * dv, dv, others.out.begin() + r * dv);
   }
-  return "";
+  const std::string diff = split_disagreement(c, naive, others, clean);
+  return diff.empty() ? "" : "the rows that cannot see the poisoned draft moved: " + diff;
 }
 
 Case extract_request(const Case& c, int b) {

@@ -47,10 +47,13 @@ struct PoisonedDraft {
   bool nan_in_k = false;
 };
 PoisonedDraft poison_partly_visible_draft(const Case& c, uint64_t seed);
-// "" when every row that cannot see the poisoned draft is bitwise as in `clean` and, with
-// `nan_in_k`, every row that sees it is non-finite; else the first violation, located.
-std::string poisoned_draft_difference(const Case& c, const PoisonedDraft& p, const RunResult& clean,
-                                      const RunResult& poisoned);
+// "" when every row that cannot see the poisoned draft agrees with `clean` within twice the
+// tolerance model's bound (non-finite positions identical) and, with `nan_in_k`, every row that
+// sees it is non-finite; else the first violation, located. Not bitwise: a tile whose V holds
+// NaN/Inf takes the kernel's guarded P.V path, which skips zero probabilities one by one and
+// rounds differently from the mma.
+std::string poisoned_draft_difference(const Case& c, const Reference& naive, const PoisonedDraft& p,
+                                      const RunResult& clean, const RunResult& poisoned);
 Case extract_request(const Case& c, int request);
 Case extract_head(const Case& c, int head);
 // A chain request of T drafts as T single-draft requests: draft i's earlier drafts become

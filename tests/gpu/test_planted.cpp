@@ -11,6 +11,7 @@
 
 #include "gen_recipe.h"
 #include "gpu_testbed.h"
+#include "naive_runner.h"
 #include "property_support.h"
 #include "rc_support.h"
 
@@ -52,7 +53,11 @@ PropertyOutcome hunt(const std::string& library, Property property, int& first_f
       }
       if ((x.status != VATTN_OK || y.status != VATTN_OK) && not_run.empty())
         not_run = "run() refused or failed to enqueue " + r.to_line();
-      const std::string diff = x.ok() && y.ok() ? test::poisoned_draft_difference(c, p, x, y) : "a run failed";
+      std::string diff = "a run failed";
+      if (x.ok() && y.ok()) {
+        DeviceCase dc(c);
+        diff = test::poisoned_draft_difference(c, naive_gpu_reference(dc), p, x, y);
+      }
       if (!diff.empty() && first_failure == 0) first_failure = cases;
       RC_ASSERT(x.ok());
       RC_ASSERT(y.ok());

@@ -123,7 +123,9 @@ TEST_CASE("kernel property: NaN/Inf in a draft changes only the rows that see it
     const RunResult x = run_once(c, r.splits), y = run_once(p.c, r.splits);
     RC_ASSERT(x.ok());
     RC_ASSERT(y.ok());
-    const std::string diff = poisoned_draft_difference(c, p, x, y);
+    DeviceCase dc(c);
+    const Reference naive = naive_gpu_reference(dc);
+    const std::string diff = poisoned_draft_difference(c, naive, p, x, y);
     if (!diff.empty())
       RC_FAIL("request " + std::to_string(p.request) + " draft " + std::to_string(p.draft) + " poisoned" +
               (p.nan_in_k ? " (NaN in K)" : " (+-Inf in one V column)") + ": " + diff);
