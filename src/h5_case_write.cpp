@@ -18,6 +18,7 @@
 #include "h5_case_io.h"
 #include "h5_dataset.h"
 #include "h5_group.h"
+#include "write_target.h"
 
 namespace vattn {
 
@@ -181,7 +182,8 @@ struct TempFile {
 
 }  // namespace
 
-void write_case_file(const std::string& path, const CaseFileHeader& header, const std::vector<Case>& cases) {
+void write_case_file(const std::string& given, const CaseFileHeader& header, const std::vector<Case>& cases) {
+  const std::string path = write_target(given);  // a link is written through, not replaced
   h5::silence_library_errors();
   check_header(header, path);
   std::set<std::string> names;

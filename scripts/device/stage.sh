@@ -6,6 +6,11 @@
 # CMake options pass through VATTN_DEVICE_CMAKE_ARGS (default -DVATTN_BUILD_PLANTED=ON: the
 # session runs the tests of the tests, which need the deliberately broken revisions).
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) sed -n 2,7p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  "") ;;
+  *) echo "stage.sh: takes no arguments (got '$1'; --help)" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build="$root/build-device"
 stage="$root/.device"

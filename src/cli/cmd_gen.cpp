@@ -11,6 +11,7 @@
 #include "cpu_oracle.h"
 #include "gen_kinds.h"
 #include "generate.h"
+#include "write_target.h"
 
 namespace vattn::cli {
 
@@ -128,6 +129,8 @@ int cmd_gen(int argc, char** argv) {
   try {
     if (!a.parse(argc, argv)) return kExitOk;
     if (!a.has("output") || a.get("output").empty()) throw UsageError("-o FILE is required");
+    if (const std::string why = write_target_problem(a.get("output")); !why.empty())
+      throw UsageError("-o " + a.get("output") + ": " + why);
     base = recipe_from_options(a);
     count = a.get_int("cases", 1, 1, 100000);
     if (base.seed > UINT64_MAX - static_cast<uint64_t>(count - 1)) {

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "write_target.h"
+
 namespace vattn::cli {
 
 namespace fs = std::filesystem;
@@ -24,24 +26,14 @@ std::string system_reason() { return std::strerror(errno); }
 }  // namespace
 
 std::string report_path_problem(const std::string& path, const std::vector<std::string>& inputs) {
-  if (path.empty()) return "the path is empty";
   std::error_code ec;
-  const bool exists = fs::exists(path, ec);
-  if (exists) {
-    if (fs::is_directory(path, ec)) return "it is a directory";
-    for (const auto& in : inputs) {
-      std::error_code same_ec;
-      if (fs::equivalent(path, in, same_ec)) return "it is the input file " + in + ", which the report would overwrite";
-    }
-    if (::access(path.c_str(), W_OK) != 0) return "cannot write to it: " + system_reason();
-  }
-  const std::string folder = folder_of(path);
-  if (!fs::is_directory(folder, ec)) return "its folder " + folder + " does not exist";
-  if (::access(folder.c_str(), W_OK) != 0) return "cannot create files in " + folder + ": " + system_reason();
-  return "";
+  for (const auto& in : inputs)
+    if (fs::equivalent(path, in, ec)) return "it is the input file " + in + ", which the report would overwrite";
+  return write_target_problem(path);
 }
 
-std::string write_report(const std::string& path, const std::string& text) {
+std::string write_report(const std::string& given, const std::string& text) {
+  const std::string path = write_target(given);
   const std::string tmp = folder_of(path) + "/." + fs::path(path).filename().string() + ".tmp" +
                           std::to_string(static_cast<long>(::getpid()));
   std::FILE* f = std::fopen(tmp.c_str(), "wb");

@@ -6,13 +6,13 @@
 
 namespace vattn::cli {
 
-// Why a report cannot be written to `path`, or "" when it can: the path is empty, names one of
-// the `inputs` (a captured dump must never be overwritten by its own report), is a directory,
-// or its folder is missing or not writable. Creates nothing.
+// Why a report cannot be written to `path`, or "" when it can: it names one of the `inputs` (a
+// captured dump must never be overwritten by its own report), or write_target_problem says why.
+// Creates nothing.
 std::string report_path_problem(const std::string& path, const std::vector<std::string>& inputs = {});
 
-// Writes `text` to `path` through a temporary file in the same folder and a rename, so a failed
-// write leaves any earlier report intact. Returns "" or the reason (with the system's message).
+// Writes `text` to `path` (through a link, to its target) via a temporary file in the same folder
+// and a rename, so a failed write leaves any earlier report intact. Returns "" or the reason (with the system's message).
 std::string write_report(const std::string& path, const std::string& text);
 
 }  // namespace vattn::cli

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # json_report.sh VATTN FIXTURE
 # `--json OUT` is checked before any work and written whole at the end: a report path that names
-# an input (directly or through a link), a directory, or a missing folder is refused with exit 2
-# before anything is replayed, and the input file is left byte for byte as it was. A good path
-# gets a complete JSON report.
+# an input (directly or through a link), a directory, a pipe (or device), "-", or a missing folder
+# is refused with exit 2 before anything is replayed, and the input file is left byte for byte as
+# it was. A good path gets a complete JSON report; a link to a report file is written through
+# (the link stays a link). `vattn gen -o` refuses the same paths and writes through links too.
 set -u
 vattn=$1 fixture=$2
 tmp=$(mktemp -d /tmp/vattn-json-report.XXXXXX)
@@ -24,6 +25,9 @@ refuse "$tmp/dump.h5" "it is the input file"
 refuse "$tmp/link.h5" "it is the input file"
 refuse "$tmp" "it is a directory"
 refuse "$tmp/no/such/folder/r.json" "its folder $tmp/no/such/folder does not exist"
+# Not /dev/null: a regression would replace the machine's /dev/null with a report.
+mkfifo "$tmp/pipe" && refuse "$tmp/pipe" "it is not a regular file"
+refuse - "'-' is not a file here"
 
 "$vattn" replay "$tmp/dump.h5" --json "$tmp/r.json" >"$tmp/out" 2>"$tmp/err"
 code=$?
@@ -33,5 +37,33 @@ elif ls -A "$tmp" | grep -q '\.tmp'; then
   ok=0; echo "FAIL --json left a temporary file: $(ls -A "$tmp")"
 else
   echo "ok: --json $tmp/r.json written ($(wc -c <"$tmp/r.json") bytes)"
+fi
+
+# A link to an earlier report: the report goes to the link's target, the link stays.
+echo old >"$tmp/target.json" && ln -s target.json "$tmp/report-link.json"
+"$vattn" replay "$tmp/dump.h5" --json "$tmp/report-link.json" >"$tmp/out" 2>"$tmp/err"
+code=$?
+if [ $code -ne 0 ] || [ ! -L "$tmp/report-link.json" ] || ! grep -q '"results"' "$tmp/target.json"; then
+  ok=0; echo "FAIL --json through a link: exit $code, link kept: $([ -L "$tmp/report-link.json" ] && echo yes || echo no)"
+else
+  echo "ok: --json through a link wrote its target ($(wc -c <"$tmp/target.json") bytes), the link stays"
+fi
+
+# gen -o: the same refusals, and a link is written through.
+"$vattn" gen -o "$tmp/pipe" --prefix 8 --drafts 2 >"$tmp/out" 2>"$tmp/err"
+code=$?
+if [ $code -ne 2 ] || ! grep -qF -- "-o $tmp/pipe: it is not a regular file" "$tmp/err"; then
+  ok=0; echo "FAIL gen -o PIPE: exit $code (expected 2)"; cat "$tmp/err"
+else
+  echo "ok: gen -o PIPE refused: $(head -1 "$tmp/err")"
+fi
+ln -s gen-target.h5 "$tmp/gen-link.h5" && echo x >"$tmp/gen-target.h5"
+"$vattn" gen -o "$tmp/gen-link.h5" --prefix 8 --drafts 2 >"$tmp/out" 2>"$tmp/err"
+code=$?
+if [ $code -ne 0 ] || [ ! -L "$tmp/gen-link.h5" ] || ! "$vattn" info "$tmp/gen-target.h5" >/dev/null 2>&1; then
+  ok=0; echo "FAIL gen -o through a link: exit $code, link kept: $([ -L "$tmp/gen-link.h5" ] && echo yes || echo no)"
+  cat "$tmp/err"
+else
+  echo "ok: gen -o through a link wrote its target, the link stays"
 fi
 [ $ok -eq 1 ]
