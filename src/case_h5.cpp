@@ -312,7 +312,9 @@ CaseFile read_case_file(const std::string& path, const std::string& only_case, b
       throw InputError(path, only_case, "", "no such case under /cases (" +
                                                 (names.empty() ? std::string("the file has no cases") : "cases: " + known) + ")");
     }
-    names = {only_case};
+    // Only the chosen case is kept, but with validation every case is read and checked: a file
+    // that fails validation is never replayed half-way (case-format.md), even one case of it.
+    if (!validate_cases) names = {only_case};
   }
   const h5::Group cases = h5::open_group(file.get(), "cases", "group '/cases'", Where{path, "", "cases"});
   for (const std::string& name : names) {
@@ -327,7 +329,7 @@ CaseFile read_case_file(const std::string& path, const std::string& only_case, b
       // After validate(): the index arrays the recipe is compared with are sound.
       if (const std::string why = recipe_mismatch(c); !why.empty()) throw InputError(path, c.name, "recipe", why);
     }
-    out.cases.push_back(std::move(c));
+    if (only_case.empty() || name == only_case) out.cases.push_back(std::move(c));
   }
   return out;
 }

@@ -31,8 +31,10 @@ struct CaseFile {
 // Lists the case group names under /cases/, sorted. Throws InputError.
 std::vector<std::string> list_cases(const std::string& path);
 
-// Reads the file; with only_case non-empty, that case alone (InputError if absent).
-// Every case read is validate()d unless validate_cases is false (used by tests of the validator).
+// Reads the file; with only_case non-empty, returns that case alone (InputError if absent).
+// Every case of the file is read and validate()d, the others too when only_case is set (a file
+// that fails validation is never replayed in part), unless validate_cases is false (tests of the
+// validator; then only only_case is read).
 CaseFile read_case_file(const std::string& path, const std::string& only_case = "", bool validate_cases = true);
 
 // Writes a complete file (replacing it). Large datasets are chunked, shuffled and deflated.

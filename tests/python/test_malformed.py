@@ -183,6 +183,13 @@ def main():
         print(f"{'ok  ' if ok else 'BAD '} replay half-broken file: exit {p.returncode}: {p.stderr.strip()}")
         if not ok:
             problems.append(f"half-broken file: exit {p.returncode}; stdout:\n{p.stdout}")
+        # ... nor with --case naming the good first case: the file as a whole fails validation.
+        first = sorted(h5py.File(two, "r")["cases"])[0]
+        p = run([args.vattn, "replay", two, "--case", first])
+        ok = p.returncode == 2 and second in p.stderr and "PASS" not in p.stdout and "FAIL" not in p.stdout
+        print(f"{'ok  ' if ok else 'BAD '} replay --case {first} of the half-broken file: exit {p.returncode}: {p.stderr.strip()}")
+        if not ok:
+            problems.append(f"--case {first} of the half-broken file: exit {p.returncode}; stdout:\n{p.stdout}")
 
         # Valid structure, but q and the stored oracle all NaN: the stored-oracle check must not
         # pass a comparison that could not fail (exit 1, failure "ref_norm").
