@@ -53,7 +53,7 @@ class Replayer {
            std::vector<std::unique_ptr<LiveProducer>> recipe_live)
       : verbose_(verbose), file_live_(std::move(file_live)), recipe_live_(std::move(recipe_live)),
         gpu_oracle_(gpu_oracle), splits_override_(splits_override) {
-    // The naive GPU oracle is float32, not a bf16-emulating reference: no ratio check then.
+    // The naive GPU oracle (float32 math, float64 sums) is not a bf16-emulating reference: no ratio check then.
     if (gpu_oracle_) tol_.max_ratio = 1e30;
   }
 
