@@ -27,11 +27,14 @@ class InputError : public std::runtime_error {
 };
 
 // An expected output stored with a case: outputs/<producer>/{out,lse}.
+// The producer whose out is stored as float32; every other producer's out is bf16 (case-format.md).
+inline constexpr const char* kOracleProducer = "oracle_fp64";
+
 struct StoredOutput {
   std::string producer;     // "serving", "oracle_fp64", "kernel:<rev>", ...
   std::string description;
   std::vector<float> out;   // [n_q, H, d_v]; widened from bf16 when stored as bf16
-  bool out_is_bf16 = true;  // how it was (or will be) stored on disk
+  bool out_is_bf16 = true;  // how it was (or will be) stored on disk: false for kOracleProducer only
   std::vector<float> lse;   // [n_q, H]
 };
 

@@ -186,23 +186,28 @@ int read_int_dim(hid_t group, const char* name, const Where& where) {
   return static_cast<int>(v);
 }
 
-// out is bf16 bits for most producers, float32 for oracle_fp64: either is accepted.
+// out is float32 for oracle_fp64 and bf16 bits for every other producer (case-format.md).
 void read_out(hid_t group, const std::string& field, const Case& c, int64_t n_q, StoredOutput& o, const Where& where) {
   const Where w = where.at(field);
   const h5::Dataset ds = h5::open_dataset(group, "out", w);
   const h5::Type type = h5::dataset_type(ds.get(), w);
   check_shape(h5::dataset_dims(ds.get(), w), {{n_q, "n_q"}, {c.num_heads, "num_heads"}, {c.d_v, "d_v"}}, w);
+  const bool is_oracle = o.producer == kOracleProducer;
+  if (is_oracle && !file_type_fits(type.get(), Elem::kFloat32))
+    w.read_error(std::string("expected float32 (") + kOracleProducer + " stores out as float32), found " +
+                 h5::type_name(type.get()));
+  if (!is_oracle && !file_type_fits(type.get(), Elem::kBf16))
+    w.read_error(std::string("expected uint16 bf16 bits (only ") + kOracleProducer + " stores float32), found " +
+                 h5::type_name(type.get()));
   if (file_type_fits(type.get(), Elem::kBf16)) {
     check_bf16_marker(ds.get(), w);
     const auto bits = h5::read_dataset<uint16_t>(ds.get(), H5T_NATIVE_UINT16, w);
     o.out.resize(bits.size());
     for (size_t i = 0; i < bits.size(); ++i) o.out[i] = bf16_to_float(bits[i]);
     o.out_is_bf16 = true;
-  } else if (file_type_fits(type.get(), Elem::kFloat32)) {
+  } else {
     o.out = h5::read_dataset<float>(ds.get(), H5T_NATIVE_FLOAT, w);
     o.out_is_bf16 = false;
-  } else {
-    w.read_error("expected uint16 bf16 bits or float32, found " + h5::type_name(type.get()));
   }
 }
 

@@ -61,6 +61,10 @@ void write_plain(hid_t loc, const char* name, hid_t file_type, hid_t mem_type, c
 void check_output(const StoredOutput& o, int64_t n_q, int heads, int d_v, const Where& w) {
   if (!is_component(o.producer)) w.write_error("producer name '" + o.producer + "' is empty or contains '/'");
   const std::string base = "outputs/" + o.producer + "/";
+  if (o.out_is_bf16 == (o.producer == kOracleProducer)) {
+    w.at(base + "out").write_error(o.out_is_bf16 ? std::string(kOracleProducer) + " stores out as float32, not bf16"
+                                                 : "must be bf16: only " + std::string(kOracleProducer) + " stores float32");
+  }
   const size_t want_out = static_cast<size_t>(n_q) * static_cast<size_t>(heads) * static_cast<size_t>(d_v);
   const size_t want_lse = static_cast<size_t>(n_q) * static_cast<size_t>(heads);
   if (o.out.size() != want_out) {

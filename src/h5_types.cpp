@@ -6,7 +6,8 @@ std::string type_name(hid_t type) {
   const size_t bits = H5Tget_size(type) * 8;
   switch (H5Tget_class(type)) {
     case H5T_INTEGER:
-      return (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(bits);
+      return (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(bits) +
+             (bits > 8 && H5Tget_order(type) == H5T_ORDER_BE ? " big-endian" : "");
     case H5T_FLOAT: return "float" + std::to_string(bits);
     case H5T_STRING: return "string";
     case H5T_BITFIELD: return "bitfield" + std::to_string(bits);
@@ -21,9 +22,10 @@ std::string type_name(hid_t type) {
   }
 }
 
+// Multi-byte integers must be little-endian (case-format.md), whatever HDF5 could convert.
 bool is_integer(hid_t type, size_t bytes, bool is_signed) {
   return H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == bytes &&
-         (H5Tget_sign(type) == H5T_SGN_2) == is_signed;
+         (H5Tget_sign(type) == H5T_SGN_2) == is_signed && (bytes == 1 || H5Tget_order(type) == H5T_ORDER_LE);
 }
 
 bool is_float(hid_t type, size_t bytes) { return H5Tget_class(type) == H5T_FLOAT && H5Tget_size(type) == bytes; }

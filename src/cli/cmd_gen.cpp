@@ -110,7 +110,7 @@ Recipe recipe_from_options(const Args& a) {
 StoredOutput oracle_output(const Case& c) {
   const Reference ref = oracle_fp64(c);
   StoredOutput o;
-  o.producer = "oracle_fp64";
+  o.producer = kOracleProducer;
   o.description = "float64 CPU oracle (vattn " VATTN_VERSION "), out stored as float32";
   o.out_is_bf16 = false;
   o.out.resize(ref.out.size());

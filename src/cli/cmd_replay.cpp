@@ -93,7 +93,7 @@ class Replayer {
     const size_t before = rows_.size();
     for (const auto& o : c.outputs) {
       ReplayRow row{source, c.name, c.recipe, o.producer, RowKind::kStored, {}};
-      if (o.producer == "oracle_fp64" && !gpu_oracle_) {
+      if (o.producer == kOracleProducer && !gpu_oracle_) {
         row.kind = RowKind::kStoredOracle;
         row.producer = "oracle_fp64 (stored)";
         row.report = check_stored_oracle(c, ref64, o);

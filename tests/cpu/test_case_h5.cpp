@@ -324,7 +324,7 @@ TEST_CASE("write_case_output adds, then replaces, one producer's output", "[h5]"
   vattn::write_case_file(path, test_header(), {c});
   std::mt19937 rng(99);
   const auto n = static_cast<size_t>(c.n_q() * c.num_heads);
-  StoredOutput k1{"kernel:rev1", "first run", random_floats(n * 32, rng), false, random_floats(n, rng)};
+  StoredOutput k1{"kernel:rev1", "first run", bf16_valued_floats(n * 32, rng), true, random_floats(n, rng)};
   vattn::write_case_output(path, "c", k1);
   c.outputs.insert(c.outputs.begin(), k1);  // "kernel:rev1" sorts before "oracle_fp64"
   require_same_case(vattn::read_case_file(path).cases.at(0), c);
@@ -339,6 +339,15 @@ TEST_CASE("write_case_output adds, then replaces, one producer's output", "[h5]"
   CHECK_THROWS_WITH(vattn::write_case_output(path, "c", wrong),
                     Catch::Contains("case 'c'") && Catch::Contains("outputs/kernel:rev1/lse"));
   CHECK_THROWS_AS(vattn::write_case_output(path, "nope", k1b), std::runtime_error);
+  // out is bf16 for every producer but oracle_fp64, which stores float32 (case-format.md).
+  StoredOutput f32_kernel = k1b;
+  f32_kernel.out_is_bf16 = false;
+  CHECK_THROWS_WITH(vattn::write_case_output(path, "c", f32_kernel),
+                    Catch::Contains("outputs/kernel:rev1/out") && Catch::Contains("must be bf16"));
+  StoredOutput bf16_oracle = k1b;
+  bf16_oracle.producer = "oracle_fp64";
+  CHECK_THROWS_WITH(vattn::write_case_output(path, "c", bf16_oracle),
+                    Catch::Contains("outputs/oracle_fp64/out") && Catch::Contains("float32, not bf16"));
   require_same_case(vattn::read_case_file(path).cases.at(0), c);  // a refused write changes nothing
 }
 

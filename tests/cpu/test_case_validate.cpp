@@ -346,7 +346,21 @@ TEST_CASE("validate: a stored output of the wrong type is refused", "[validate][
   const std::vector<int32_t> out(size_t{11} * kHeads * kDv, 0);
   replace_dataset(v.path, in_case("outputs/serving/out"), H5T_STD_I32LE, H5T_NATIVE_INT32, out.data(),
                   {11, kHeads, kDv});
-  expect_refused(v.path, kCase, "outputs/serving/out", "expected uint16 bf16 bits or float32, found int32");
+  expect_refused(v.path, kCase, "outputs/serving/out", "expected uint16 bf16 bits (only oracle_fp64 stores float32), found int32");
+}
+
+TEST_CASE("validate: a float32 out from any producer but oracle_fp64 is refused", "[validate][h5]") {
+  ValidFile v;
+  const std::vector<float> out(size_t{11} * kHeads * kDv, 0.5f);
+  replace_dataset(v.path, in_case("outputs/serving/out"), H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, out.data(), {11, kHeads, kDv});
+  expect_refused(v.path, kCase, "outputs/serving/out", "expected uint16 bf16 bits (only oracle_fp64 stores float32), found float32");
+}
+
+TEST_CASE("validate: a big-endian integer dataset is refused (the schema says little-endian)", "[validate][h5]") {
+  ValidFile v;
+  const std::vector<int32_t> indptr = {0, 5, 5, 12};
+  replace_dataset(v.path, in_case("kv_indptr"), H5T_STD_I32BE, H5T_NATIVE_INT32, indptr.data(), {4});
+  expect_refused(v.path, kCase, "kv_indptr", "found int32 big-endian");
 }
 
 TEST_CASE("validate: num_requests that disagrees with qo_indptr is refused", "[validate][h5]") {
