@@ -7,13 +7,46 @@
 namespace vattn {
 
 namespace {
+// Length of the valid UTF-8 sequence starting at s[i], or 0.
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto byte = [&s](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  const size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+  return n;
+}
+
+// Names and values read from a damaged file may hold any bytes: control bytes and broken UTF-8
+// are shown as \xNN, so the message stays one readable line.
+std::string printable(const std::string& s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += s[i++];
+    } else if (const size_t n = c >= 0x80 ? utf8_length(s, i) : 0; n > 0) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::string compose(const std::string& file, const std::string& case_name, const std::string& field,
                     const std::string& reason) {
   std::ostringstream os;
-  if (!file.empty()) os << file << ": ";
-  if (!case_name.empty()) os << "case '" << case_name << "': ";
-  if (!field.empty()) os << "field '" << field << "': ";
-  os << reason;
+  if (!file.empty()) os << printable(file) << ": ";
+  if (!case_name.empty()) os << "case '" << printable(case_name) << "': ";
+  if (!field.empty()) os << "field '" << printable(field) << "': ";
+  os << printable(reason);
   return os.str();
 }
 

@@ -26,10 +26,10 @@ class InputError : public std::runtime_error {
   std::string file_, case_, field_, reason_;
 };
 
-// An expected output stored with a case: outputs/<producer>/{out,lse}.
 // The producer whose out is stored as float32; every other producer's out is bf16 (case-format.md).
 inline constexpr const char* kOracleProducer = "oracle_fp64";
 
+// An expected output stored with a case: outputs/<producer>/{out,lse}.
 struct StoredOutput {
   std::string producer;     // "serving", "oracle_fp64", "kernel:<rev>", ...
   std::string description;

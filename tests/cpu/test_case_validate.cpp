@@ -402,3 +402,9 @@ TEST_CASE("validate: validate_cases=false hands back a malformed case untouched"
   CHECK(f.cases[0].draft_mask == mask);
   CHECK_THROWS_AS(vattn::validate(f.cases[0]), vattn::InputError);
 }
+
+TEST_CASE("an InputError escapes control bytes and broken UTF-8 read from a damaged file", "[validate]") {
+  const vattn::InputError e("f.h5", std::string("c\x01se"), "dtype", std::string("is '\x0b" "float16\xff', \xc3\xa9 kept"));
+  const std::string what = e.what();
+  CHECK(what == "f.h5: case 'c\\x01se': field 'dtype': is '\\x0bfloat16\\xff', \xc3\xa9 kept");
+}
