@@ -93,12 +93,14 @@ bool Args::parse(int argc, char** argv) {
     }
     if (spec->takes_value) {
       if (!has_inline_value) {
-        if (i + 1 >= argc) throw UsageError("option '--" + name + "' needs a value (" + spec->metavar + ")");
+        if (i + 1 >= argc) throw UsageError("option '" + a + "' needs a value (" + spec->metavar + ")");
         value = argv[++i];
       }
       // An empty value is never meaningful here; taken as "not given" it would silently pick a
       // default (the built-in kernel, every case, ...).
-      if (value.empty()) throw UsageError("option '--" + name + "' has an empty value (" + spec->metavar + ")");
+      if (value.empty()) {
+        throw UsageError("option '" + (has_inline_value ? "--" + name : a) + "' has an empty value (" + spec->metavar + ")");
+      }
     } else if (has_inline_value) {
       throw UsageError("option '--" + name + "' takes no value");
     }

@@ -19,7 +19,7 @@ int cmd_bench(int argc, char** argv) {
             "larger graph). GB/s counts unique bytes (KV + q + out); TFLOP/s = B*T*H*(P+T)*2*(d_qk+d_v);\n"
             "roofline = max(bytes / copy bandwidth, flops / mma.sync peak), both ceilings measured at\n"
             "the start of the run. Needs a CUDA device.");
-  args.option("kernel", "NAME|LIB.so", "kernel revision", "split-v1")
+  args.option("kernel", "NAME|LIB.so", "kernel revision: a built-in name or a revision library", "split-v1", 'k')
       .option("prefix", "LIST", "prefix lengths P", "4096,16384,65536,91000,131072")
       .option("batch", "LIST", "batch sizes B", "1,8")
       .option("drafts", "LIST", "drafts per request T (<=16: chain, else random tree)", "16,64")

@@ -268,7 +268,7 @@ Args replay_args() {
               "is compared as its producer")
       .option("json", "OUT", "also write a machine-readable report (one object per case x producer)")
       .option("kernel", "NAME|LIB.so", "kernel revision run on a GPU machine: a built-in name or a revision library",
-              "split-v1")
+              "split-v1", 'k')
       .option("oracle", "cpu|gpu", "reference: the float64 CPU oracle, or the naive GPU oracle (long captures)", "cpu")
       .option("splits", "N", "force the kernel's split count (0: the kernel picks; default: the recipe's splits=)")
       .flag("verbose", "print each case's shape and the full figures of every comparison, passing or not")
@@ -327,7 +327,10 @@ int cmd_replay(int argc, char** argv) {
     file_live = make_live_producers(file_opts);
     recipe_live = make_live_producers(recipe_opts);
   } catch (const InputError& e) {
-    std::fprintf(stderr, "vattn replay: %s\n", e.what());
+    if (e.field() == "--kernel")  // worded as bench and graph-check word it
+      std::fprintf(stderr, "vattn replay: --kernel %s: %s\n", file_opts.kernel.c_str(), e.reason().c_str());
+    else
+      std::fprintf(stderr, "vattn replay: %s\n", e.what());
     return kExitBadInput;
   }
   Replayer replayer(a.has("verbose"), file_opts.oracle == "gpu", splits_override, std::move(file_live),

@@ -29,6 +29,7 @@ void usage(FILE* f) {
                "usage: vattn <command> [options]   (vattn <command> --help for its options)\n\ncommands:\n",
                VATTN_VERSION);
   for (const auto& s : kSubcommands) std::fprintf(f, "  %-12s %s\n", s.name, s.summary);
+  std::fprintf(f, "\n  vattn --help (or help, -h) shows this; vattn --version prints the version.\n");
   std::fprintf(f, "\n%s", vattn::cli::kExitCodesHelp);
 }
 
