@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -64,7 +65,22 @@ double best_seconds(int reps, F&& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  // usage: vattn_oracle_bench [REPS]   (REPS: 1..1000, default 3)
+  int reps = 3;
+  if (argc > 2 || (argc == 2 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")))) {
+    std::printf("usage: vattn_oracle_bench [REPS]\nTimes the float64 CPU oracle on a K2.6-sized call (H=8, T=64, "
+                "P=16384) against a plain Eigen GEMM of the same products; best of REPS (1..1000, default 3).\n");
+    return argc > 2 ? 2 : 0;
+  }
+  if (argc == 2) {
+    char* end = nullptr;
+    const long v = std::strtol(argv[1], &end, 10);
+    if (end == argv[1] || *end != '\0' || v < 1 || v > 1000) {
+      std::fprintf(stderr, "vattn_oracle_bench: REPS '%s' is not a whole number in 1..1000 (see --help)\n", argv[1]);
+      return 2;
+    }
+    reps = static_cast<int>(v);
+  }
   const int H = 8, T = 64, P = 16384;
   const vattn::Case c = k26_case(H, T, P, 20240611);
   const int64_t rows = static_cast<int64_t>(T) * H, keys = static_cast<int64_t>(P) + T;

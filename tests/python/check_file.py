@@ -79,7 +79,11 @@ def main():
         return 0 if len(sys.argv) >= 2 else 2
     failed = 0
     for path in sys.argv[1:]:
-        header, cases = vp.read_case_file(path)
+        try:
+            header, cases = vp.read_case_file(path)
+        except (OSError, KeyError, ValueError) as e:  # missing, not HDF5, not a case file
+            print(f"check_file: {path}: cannot read it as a case file: {e}", file=sys.stderr)
+            return 2
         head_problems = []
         if header.get("format") != vp.FORMAT_NAME or header.get("format_version") != vp.FORMAT_VERSION:
             head_problems.append(f"format {header.get('format')} v{header.get('format_version')}")
