@@ -9,13 +9,14 @@
 #                            [--budget large] [--findings DIR] [--tests BINARY] [--keep-going]
 # At least one round runs, however short --hours is (--hours 0.01: one quick smoke round).
 # Exit: 0 time is up and every round held, 1 a round failed (a property, or the tests binary
-# died), 2 usage or nothing could run (no tests binary, no CUDA device).
+# died), 2 usage or nothing could run (no tests binary, no CUDA device, a --kernel that does
+# not load).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 kernel=split-v1 hours=8 cases=200 budget=large findings="$root/findings" tests="" keep_going=0
 while [ $# -gt 0 ]; do
   case $1 in
-    -h|--help) sed -n 2,12p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 2,13p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --keep-going) keep_going=1; shift; continue ;;
     --kernel|--hours|--cases|--budget|--findings|--tests) ;;
     *) echo "fuzz-campaign: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -75,6 +76,11 @@ while [ $round = 0 ] || [ "$(date +%s)" -lt "$end" ]; do
     continue
   elif [ $rc = 77 ]; then
     echo "round $round seed=$seed: the tests were skipped (no CUDA device?); nothing was run. Log: $log" | tee -a "$log"
+    exit 2
+  fi
+  # A revision that does not load fails every test the same way: that is a usage error, not a finding.
+  if bad_rev=$(grep -m1 -o "field '--kernel': .*" "$round_out"); then
+    echo "fuzz-campaign: --kernel $kernel: ${bad_rev#field \'--kernel\': } (nothing was fuzzed; log: $log)" | tee -a "$log" >&2
     exit 2
   fi
   if [ $rc -gt 128 ]; then

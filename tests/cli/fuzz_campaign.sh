@@ -14,13 +14,16 @@ printf '#!/bin/sh\n[ "$1" = -L ] && echo "GPU 0: stand-in"\nexit 0\n' >"$tmp/bin
 cat >"$tmp/tests" <<'FAKE'
 #!/bin/sh
 # stand-in for vattn_tests_gpu: FAKE_LIST_RC for the device probe, FAKE_RC for a round
-# (FAKE_FIRST_ONLY=1: only the first round fails; FAKE_SLEEP: seconds per round)
+# (FAKE_FIRST_ONLY=1: only the first round fails; FAKE_SLEEP: seconds per round;
+# FAKE_BAD_REVISION=1: the revision does not load, as load_revision words it)
 if [ "$1" = --list-test-names-only ]; then exit "${FAKE_LIST_RC:-0}"; fi
 echo "kernel=$VATTN_KERNEL cases=$VATTN_FUZZ_CASES budget=$VATTN_FUZZ_BUDGET rc=$RC_PARAMS spec=$1 $2 $3" >>"$FAKE_CALLS"
 sleep "${FAKE_SLEEP:-0}"
 rc=${FAKE_RC:-0}
 [ "${FAKE_FIRST_ONLY:-0}" = 1 ] && [ "$(wc -l <"$FAKE_CALLS")" -gt 1 ] && rc=0
-if [ "$rc" = 1 ]; then
+if [ "${FAKE_BAD_REVISION:-0}" = 1 ]; then
+  echo "error: field '--kernel': unknown revision '$VATTN_KERNEL' (built in: split-v1; or give a path to a revision library .so)"
+elif [ "$rc" = 1 ]; then
   echo "property 'stand-in property' falsified after 3 successful case(s)"
   echo "  recipe: B=1 H=1 P=[0] T=[1] tree=chain seed=1"
 fi
@@ -61,6 +64,8 @@ FAKE_RC=1 expect 1 "A PROPERTY FAILED (exit 1). Re-run: VATTN_KERNEL=split-v1" 1
 FAKE_RC=1 expect 1 "    property 'stand-in property' falsified after 3" 1 -- "${t[@]}" --hours 0.0001
 FAKE_RC=1 expect 1 "    recipe: B=1 H=1 P=[0] T=[1] tree=chain seed=1" 1 -- "${t[@]}" --hours 0.0001
 FAKE_RC=139 expect 1 "THE TESTS BINARY DIED (signal 11" 1 -- "${t[@]}" --hours 0.0001
+FAKE_RC=1 FAKE_BAD_REVISION=1 expect 2 "fuzz-campaign: --kernel split-v2: unknown revision 'split-v2'" 1 -- "${t[@]}" \
+  --hours 0.0001 --kernel split-v2
 # --keep-going: round 1 fails, the campaign goes on until the time is up (2 s, a second per
 # round: at least two rounds), then says which round failed and exits 1.
 : >"$tmp/calls"
