@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "bf16.h"
+#include "naive_runner.h"
 #include "tolerance.h"
 
 namespace vattn::test {
@@ -214,6 +215,22 @@ std::string poisoned_draft_difference(const Case& c, const Reference& naive, con
   }
   const std::string diff = split_disagreement(c, naive, others, clean);
   return diff.empty() ? "" : "the rows that cannot see the poisoned draft moved: " + diff;
+}
+
+PoisonCheck check_partly_visible_poison(const Case& c, int splits, uint64_t seed, const std::string& revision) {
+  PoisonCheck k;
+  const PoisonedDraft p = poison_partly_visible_draft(c, seed);
+  if (p.request < 0) return k;
+  k.applicable = true;
+  k.label = "request " + std::to_string(p.request) + " draft " + std::to_string(p.draft) + " poisoned" +
+            (p.nan_in_k ? " (NaN in K)" : " (+-Inf in one V column)");
+  k.clean = run_once(c, splits, revision);
+  k.poisoned = run_once(p.c, splits, revision);
+  if (k.clean.ok() && k.poisoned.ok()) {
+    DeviceCase dc(c);
+    k.diff = poisoned_draft_difference(c, naive_gpu_reference(dc), p, k.clean, k.poisoned);
+  }
+  return k;
 }
 
 Case extract_request(const Case& c, int b) {

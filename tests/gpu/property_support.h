@@ -54,6 +54,16 @@ PoisonedDraft poison_partly_visible_draft(const Case& c, uint64_t seed);
 // rounds differently from the mma.
 std::string poisoned_draft_difference(const Case& c, const Reference& naive, const PoisonedDraft& p,
                                       const RunResult& clean, const RunResult& poisoned);
+// The whole partly-visible-poison check of one case on `revision`: poison a draft (chosen by
+// `seed`), run the clean and the poisoned case with `splits`, compare. `applicable` is false
+// when the case has no partly visible draft (nothing was run); `label` names the draft.
+struct PoisonCheck {
+  bool applicable = false;
+  RunResult clean, poisoned;
+  std::string label, diff;  // diff: "" when the property holds (or a run failed: see clean/poisoned.ok())
+};
+PoisonCheck check_partly_visible_poison(const Case& c, int splits, uint64_t seed,
+                                        const std::string& revision = revision_under_test());
 Case extract_request(const Case& c, int request);
 Case extract_head(const Case& c, int head);
 // A chain request of T drafts as T single-draft requests: draft i's earlier drafts become

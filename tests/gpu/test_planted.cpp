@@ -11,7 +11,6 @@
 
 #include "gen_recipe.h"
 #include "gpu_testbed.h"
-#include "naive_runner.h"
 #include "property_support.h"
 #include "rc_support.h"
 
@@ -41,27 +40,21 @@ PropertyOutcome hunt(const std::string& library, Property property, int& first_f
     ++cases;
     const Case c = generate_case(r, "planted");
     if (property == Property::kPartlyVisiblePoison) {
-      const test::PoisonedDraft p = test::poison_partly_visible_draft(c, *rc::gen::inRange(0, 1000));
-      RC_PRE(p.request >= 0);
-      RunResult x, y;
+      test::PoisonCheck k;
       try {
-        x = test::run_once(c, r.splits, library);
-        y = test::run_once(p.c, r.splits, library);
+        k = test::check_partly_visible_poison(c, r.splits, *rc::gen::inRange(0, 1000), library);
       } catch (const std::exception& e) {
         if (not_run.empty()) not_run = std::string("the variant did not run: ") + e.what();
         throw;
       }
-      if ((x.status != VATTN_OK || y.status != VATTN_OK) && not_run.empty())
+      RC_PRE(k.applicable);
+      if ((k.clean.status != VATTN_OK || k.poisoned.status != VATTN_OK) && not_run.empty())
         not_run = "run() refused or failed to enqueue " + r.to_line();
-      std::string diff = "a run failed";
-      if (x.ok() && y.ok()) {
-        DeviceCase dc(c);
-        diff = test::poisoned_draft_difference(c, naive_gpu_reference(dc), p, x, y);
-      }
-      if (!diff.empty() && first_failure == 0) first_failure = cases;
-      RC_ASSERT(x.ok());
-      RC_ASSERT(y.ok());
-      if (!diff.empty()) RC_FAIL(diff);
+      const bool ok = k.clean.ok() && k.poisoned.ok() && k.diff.empty();
+      if (!ok && first_failure == 0) first_failure = cases;
+      RC_ASSERT(k.clean.ok());
+      RC_ASSERT(k.poisoned.ok());
+      if (!k.diff.empty()) RC_FAIL(k.label + ": " + k.diff);
       return;
     }
     std::vector<test::KernelVerdict> v;
