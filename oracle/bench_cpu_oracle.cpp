@@ -68,8 +68,9 @@ int main(int argc, char** argv) {
   // usage: vattn_oracle_bench [REPS]   (REPS: 1..1000, default 3)
   int reps = 3;
   if (argc > 2 || (argc == 2 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")))) {
-    std::printf("usage: vattn_oracle_bench [REPS]\nTimes the float64 CPU oracle on a K2.6-sized call (H=8, T=64, "
-                "P=16384) against a plain Eigen GEMM of the same products; best of REPS (1..1000, default 3).\n");
+    std::fprintf(argc > 2 ? stderr : stdout,
+                 "usage: vattn_oracle_bench [REPS]\nTimes the float64 CPU oracle on a K2.6-sized call (H=8, T=64, "
+                 "P=16384) against a plain Eigen GEMM of the same products; best of REPS (1..1000, default 3).\n");
     return argc > 2 ? 2 : 0;
   }
   if (argc == 2) {

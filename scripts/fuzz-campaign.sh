@@ -58,9 +58,18 @@ mkdir -p "$findings"
 log="$findings/campaign-$(date -u +%Y%m%dT%H%M%SZ).log"
 end=$(( $(date +%s) + $(awk "BEGIN{print int($hours*3600)}") ))
 export VATTN_KERNEL="$kernel" VATTN_FUZZ_BUDGET="$budget" VATTN_FUZZ_CASES="$cases" VATTN_FINDINGS_DIR="$findings"
-round=0 failed=""
+round=0 failed="" quick_failures=0
 round_out=$(mktemp /tmp/vattn-fuzz-round.XXXXXX)
 trap 'rm -f "$round_out"' EXIT
+summary() {  # the closing line; exit 1 when any round failed
+  if [ -n "$failed" ]; then
+    echo "campaign: $round round$([ $round = 1 ] || echo s), $(wc -w <<<"$failed") failed (round$failed); details: $log" |
+      tee -a "$log"
+    exit 1
+  fi
+  echo "campaign: $round round$([ $round = 1 ] || echo s), no failure" | tee -a "$log"
+  exit 0
+}
 echo "campaign: kernel=$kernel budget=$budget cases/property/round=$cases until $(date -u -d @$end)" \
      "$([ $keep_going = 1 ] && echo "(keep going after a failure) ")log=$log" | tee "$log"
 while [ $round = 0 ] || [ "$(date +%s)" -lt "$end" ]; do
@@ -68,14 +77,16 @@ while [ $round = 0 ] || [ "$(date +%s)" -lt "$end" ]; do
   seed=$(( (RANDOM << 16) ^ RANDOM ^ round ))
   start=$(date +%s)
   # -w NoTests: a spec that matches no test fails the round instead of passing it
-  RC_PARAMS="seed=$seed" "$tests" "$spec" -w NoTests >"$round_out" 2>&1
-  rc=$?
-  cat "$round_out" >>"$log"
+  # Into the log as it is printed (a campaign killed mid-round keeps what the round reported).
+  RC_PARAMS="seed=$seed" "$tests" "$spec" -w NoTests 2>&1 | tee -a "$log" >"$round_out"
+  rc=${PIPESTATUS[0]}
   if [ $rc = 0 ]; then
     echo "round $round seed=$seed: all properties held ($(( $(date +%s) - start )) s)" | tee -a "$log"
+    quick_failures=0
     continue
   elif [ $rc = 77 ]; then
     echo "round $round seed=$seed: the tests were skipped (no CUDA device?); nothing was run. Log: $log" | tee -a "$log"
+    [ -z "$failed" ] || summary  # earlier rounds failed: that is the result (exit 1)
     exit 2
   fi
   # A revision that does not load fails every test the same way: that is a usage error, not a finding.
@@ -96,9 +107,11 @@ while [ $round = 0 ] || [ "$(date +%s)" -lt "$end" ]; do
   } | tee -a "$log"
   failed="$failed $round"
   [ $keep_going = 1 ] || exit 1
+  # A revision that fails at once every round would only fill the log: three such rounds in a row end it.
+  if [ $(( $(date +%s) - start )) -lt 10 ]; then quick_failures=$((quick_failures + 1)); else quick_failures=0; fi
+  if [ $quick_failures -ge 3 ]; then
+    echo "campaign: the last 3 rounds each failed within 10 s; stopping early" | tee -a "$log"
+    summary
+  fi
 done
-if [ -n "$failed" ]; then
-  echo "campaign: $round round$([ $round = 1 ] || echo s), $(wc -w <<<"$failed") failed (round$failed); details: $log" | tee -a "$log"
-  exit 1
-fi
-echo "campaign: $round round$([ $round = 1 ] || echo s), no failure" | tee -a "$log"
+summary

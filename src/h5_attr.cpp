@@ -85,6 +85,9 @@ int64_t read_int_attr(hid_t loc, const char* name, const Where& w) {
   if (H5Tget_class(type.get()) != H5T_INTEGER) {
     w.read_error(quoted(name) + ": expected an integer, found " + type_name(type.get()));
   }
+  if (H5Tget_size(type.get()) > 1 && H5Tget_order(type.get()) != H5T_ORDER_LE) {  // "All integers little-endian"
+    w.read_error(quoted(name) + ": expected a little-endian integer, found " + type_name(type.get()));
+  }
   if (H5Tget_size(type.get()) == 8 && H5Tget_sign(type.get()) == H5T_SGN_NONE) {
     uint64_t u = 0;
     if (H5Aread(a.get(), H5T_NATIVE_UINT64, &u) < 0) w.read_error_h5("cannot read " + quoted(name));

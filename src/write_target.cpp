@@ -12,18 +12,28 @@ namespace vattn {
 namespace fs = std::filesystem;
 
 std::string write_target(const std::string& path) {
+  // Follows the chain link by link (a relative target is relative to its link's folder), so a
+  // dangling link leads to the file it names, to be created. A loop gives `path` back; the
+  // problem check below refuses it.
+  fs::path p = path;
   std::error_code ec;
-  if (!fs::is_symlink(path, ec) || !fs::exists(path, ec)) return path;
-  const fs::path target = fs::canonical(path, ec);
-  return ec ? path : target.string();
+  int hops = 0;
+  for (; fs::is_symlink(p, ec); ++hops) {
+    if (hops == 40) return path;
+    const fs::path next = fs::read_symlink(p, ec);
+    if (ec) return path;
+    p = next.is_absolute() ? next : p.parent_path() / next;
+  }
+  return hops == 0 ? path : p.lexically_normal().string();
 }
 
 std::string write_target_problem(const std::string& path) {
   if (path.empty()) return "the path is empty";
   if (path == "-") return "'-' is not a file here; give a file path";
   const std::string target = write_target(path);
-  const std::string via = target == path ? "" : " (the link's target " + target + ")";
   std::error_code ec;
+  if (fs::is_symlink(target, ec)) return "it is a symbolic link that never reaches a file (a loop)";
+  const std::string via = target == path ? "" : " (the link's target " + target + ")";
   const fs::file_status st = fs::status(target, ec);
   if (fs::exists(st)) {
     if (fs::is_directory(st)) return "it is a directory" + via;

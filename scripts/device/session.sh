@@ -16,9 +16,9 @@ for arg in "$@"; do case $arg in -h|--help) sed -n 2,13p "$0" | sed 's/^# \{0,1\
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out="${OUT:-/tmp}"
 b="$root/.device/build"
-steps="${*:-tests planted replay graph bench}"
+if [ $# -eq 0 ]; then steps="tests planted replay graph bench"; else steps="$*"; fi
 # Every step name is checked before any step runs: a typo must not cost a device session.
-for step in $steps; do
+for step in "$@"; do
   case $step in
     tests|planted|repro|sanitize|replay|graph|bench) ;;
     *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench; --help)" >&2; exit 2 ;;

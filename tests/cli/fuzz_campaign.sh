@@ -81,4 +81,49 @@ else
 fi
 FAKE_RC=77 expect 2 "the tests were skipped" 1 -- "${t[@]}" --hours 0.0001
 FAKE_LIST_RC=77 expect 2 "no CUDA device visible" 0 -- "${t[@]}" --hours 0.0001
+# --keep-going with a revision that fails at once: three quick failures in a row end the campaign.
+: >"$tmp/calls"
+FAKE_RC=1 bash "$script" --findings "$tmp/findings" "${t[@]}" --hours 1 --keep-going >"$tmp/out" 2>&1
+got=$?
+ran=$(wc -l <"$tmp/calls")
+if [ $got -ne 1 ] || [ "$ran" -ne 3 ] || ! grep -q "^campaign: 3 rounds, 3 failed (round 1 2 3)" "$tmp/out"; then
+  ok=0; echo "FAIL fuzz-campaign --keep-going, failing at once: exit $got (expected 1), $ran round(s) (expected 3):"; cat "$tmp/out"
+else
+  echo "ok: fuzz-campaign --keep-going stops after 3 quick failures: $(grep '^campaign: 3' "$tmp/out")"
+fi
+# --keep-going, round 1 failed, then the device vanished (77): the failure is the result (exit 1).
+: >"$tmp/calls"
+cat >"$tmp/tests2" <<'FAKE'
+#!/bin/sh
+if [ "$1" = --list-test-names-only ]; then exit 0; fi
+echo call >>"$FAKE_CALLS"
+[ "$(wc -l <"$FAKE_CALLS")" -gt 1 ] && exit 77
+echo "property 'stand-in property' falsified after 3 successful case(s)"
+exit 1
+FAKE
+chmod +x "$tmp/tests2"
+bash "$script" --findings "$tmp/findings" --tests "$tmp/tests2" --hours 1 --keep-going >"$tmp/out" 2>&1
+got=$?
+if [ $got -ne 1 ] || ! grep -q "^campaign: 2 rounds, 1 failed (round 1)" "$tmp/out"; then
+  ok=0; echo "FAIL fuzz-campaign --keep-going, then no device: exit $got (expected 1):"; cat "$tmp/out"
+else
+  echo "ok: fuzz-campaign --keep-going then no device: exit 1, $(grep '^campaign: 2' "$tmp/out")"
+fi
+# The log gets a round's output while the round runs: a campaign killed mid-round keeps it.
+cat >"$tmp/tests3" <<'FAKE'
+#!/bin/sh
+if [ "$1" = --list-test-names-only ]; then exit 0; fi
+echo "property 'early report' falsified after 1 successful case(s)"
+sleep 30
+FAKE
+chmod +x "$tmp/tests3"
+bash "$script" --findings "$tmp/killed" --tests "$tmp/tests3" --hours 1 >"$tmp/out" 2>&1 &
+pid=$!
+sleep 2
+kill -TERM $pid 2>/dev/null; pkill -TERM -f "$tmp/tests3" 2>/dev/null; wait $pid 2>/dev/null
+if ! grep -q "property 'early report' falsified" "$tmp"/killed/campaign-*.log; then
+  ok=0; echo "FAIL fuzz-campaign killed mid-round: the round's report is not in the log"; cat "$tmp"/killed/campaign-*.log
+else
+  echo "ok: fuzz-campaign killed mid-round: the round's report is in the log"
+fi
 [ $ok -eq 1 ]

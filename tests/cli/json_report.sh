@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # json_report.sh VATTN FIXTURE
 # `--json OUT` is checked before any work and written whole at the end: a report path that names
-# an input (directly or through a link), a directory, a pipe (or device), "-", or a missing folder
-# is refused with exit 2 before anything is replayed, and the input file is left byte for byte as
-# it was. A good path gets a complete JSON report; a link to a report file is written through
-# (the link stays a link). `vattn gen -o` refuses the same paths and writes through links too.
+# an input (directly or through a link), a directory, a pipe (or device), "-", a link loop or a
+# missing folder is refused with exit 2 before anything is replayed, and the input file is left
+# byte for byte as it was. A good path gets a complete JSON report; a link to a report file, even
+# a dangling one, is written through (the link stays a link). `vattn gen -o` refuses the same
+# paths and writes through links too.
 set -u
 vattn=$1 fixture=$2
 tmp=$(mktemp -d /tmp/vattn-json-report.XXXXXX)
@@ -48,6 +49,19 @@ if [ $code -ne 0 ] || [ ! -L "$tmp/report-link.json" ] || ! grep -q '"results"' 
 else
   echo "ok: --json through a link wrote its target ($(wc -c <"$tmp/target.json") bytes), the link stays"
 fi
+
+# A dangling link (relative, into another folder): its target is created, the link stays.
+mkdir -p "$tmp/reports" && ln -s reports/latest.json "$tmp/dangling.json"
+"$vattn" replay "$tmp/dump.h5" --json "$tmp/dangling.json" >"$tmp/out" 2>"$tmp/err"
+code=$?
+if [ $code -ne 0 ] || [ ! -L "$tmp/dangling.json" ] || ! grep -q '"results"' "$tmp/reports/latest.json"; then
+  ok=0; echo "FAIL --json through a dangling link: exit $code, link kept: $([ -L "$tmp/dangling.json" ] && echo yes || echo no)"
+  cat "$tmp/err"
+else
+  echo "ok: --json through a dangling link created its target, the link stays"
+fi
+ln -s loop-b.json "$tmp/loop-a.json" && ln -s loop-a.json "$tmp/loop-b.json"
+refuse "$tmp/loop-a.json" "it is a symbolic link that never reaches a file"
 
 # gen -o: the same refusals, and a link is written through.
 "$vattn" gen -o "$tmp/pipe" --prefix 8 --drafts 2 >"$tmp/out" 2>"$tmp/err"

@@ -371,6 +371,13 @@ TEST_CASE("validate: an output or index dataset of a type or byte order the sche
   }
 }
 
+TEST_CASE("validate: a big-endian integer attribute is refused", "[validate][h5]") {
+  ValidFile v;
+  const int64_t heads = kHeads;
+  set_attr(v.path, "/cases/" + kCase, "num_heads", H5T_STD_I64BE, H5T_NATIVE_INT64, &heads);
+  expect_refused(v.path, kCase, "num_heads", "expected a little-endian integer, found int64 big-endian");
+}
+
 TEST_CASE("validate: num_requests that disagrees with qo_indptr is refused", "[validate][h5]") {
   ValidFile v;
   set_int_attr(v.path, "/cases/" + kCase, "num_requests", 4);
@@ -415,4 +422,7 @@ TEST_CASE("an InputError escapes control bytes and broken UTF-8 read from a dama
   const vattn::InputError e("f.h5", std::string("c\x01se"), "dtype", std::string("is '\x0b" "float16\xff', \xc3\xa9 kept"));
   const std::string what = e.what();
   CHECK(what == "f.h5: case 'c\\x01se': field 'dtype': is '\\x0bfloat16\\xff', \xc3\xa9 kept");
+  // Lead bytes that start no UTF-8 sequence (0xf5..0xff, 0x80..0xc1) are escaped with what follows them.
+  CHECK(std::string(vattn::InputError("", "", "", "\xff\x80\x80 \xf8\x88\x80\x80\x80").what()) ==
+        "\\xff\\x80\\x80 \\xf8\\x88\\x80\\x80\\x80");
 }

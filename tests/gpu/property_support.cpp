@@ -55,13 +55,12 @@ std::string row_name(const Case& c, int64_t flat_row) {
   return os.str();
 }
 
-// Compares row a_row_of(k) of a with row b_row0 + k of b, for k in [0, rows).
+// Compares rows [a_row0, a_row0 + rows) of a with [b_row0, ...) of b, with an optional row stride map.
 std::string compare_rows(const Case& c, const RunResult& a, const RunResult& b,
-                         const std::function<int64_t(int64_t)>& a_row_of, int64_t rows, int64_t b_row0 = 0) {
+                         const std::function<int64_t(int64_t)>& a_row_of, int64_t rows) {
   const int64_t dv = c.d_v;
-  for (int64_t k = 0; k < rows; ++k) {
-    const int64_t r = b_row0 + k;
-    const int64_t ar = a_row_of(k);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t ar = a_row_of(r);
     if (!same_bits(a.lse[static_cast<size_t>(ar)], b.lse[static_cast<size_t>(r)])) {
       std::ostringstream os;
       os.precision(9);
@@ -184,10 +183,10 @@ PoisonedDraft poison_partly_visible_draft(const Case& c, uint64_t seed) {
       std::fill(row, row + d, kBf16QuietNaN);
       p.nan_in_k = true;
       break;
-    case 1:  // one V column only: K stays finite, so the score is finite and the P.V guard is all that stands
+    case 1:  // one of the first d_v columns (V, and K's first d_v columns: the same row) +-Inf
       row[(seed / 3) % static_cast<uint64_t>(c.d_v)] = (seed / 3) % 2 ? kBf16PosInf : kBf16NegInf;
       break;
-    default:  // one column past d_v (K only) and one V column
+    default:  // one column past d_v (K only) NaN, and one of the first d_v columns +Inf
       row[static_cast<size_t>(c.d_v) + (seed / 3) % static_cast<uint64_t>(c.d_qk - c.d_v)] = kBf16QuietNaN;
       row[(seed / 5) % static_cast<uint64_t>(c.d_v)] = kBf16PosInf;
       p.nan_in_k = true;
@@ -223,7 +222,7 @@ PoisonCheck check_partly_visible_poison(const Case& c, int splits, uint64_t seed
   if (p.request < 0) return k;
   k.applicable = true;
   k.label = "request " + std::to_string(p.request) + " draft " + std::to_string(p.draft) + " poisoned" +
-            (p.nan_in_k ? " (NaN in K)" : " (+-Inf in one V column)");
+            (p.nan_in_k ? " (a NaN in its row)" : " (+-Inf in one shared K/V column)");
   k.clean = run_once(c, splits, revision);
   k.poisoned = run_once(p.c, splits, revision);
   if (k.clean.ok() && k.poisoned.ok()) {

@@ -38,9 +38,11 @@ Case permute_slots(const Case& c, uint64_t seed);
 Case poison_outside_key_sets(const Case& c, uint64_t seed);
 // NaN/Inf in the KV row of one draft that some rows of its request see and others do not:
 // the rows that do not see it still share its K/V tile, where 0 * NaN in P.V must not reach
-// them. `request` is -1 when the case has no such draft. With `nan_in_k` the draft's K part
-// holds a NaN, so every row that sees it must come out non-finite; otherwise only one V column
-// is +-Inf (a row that sees the draft with a probability that rounds to 0 may stay finite).
+// them. `request` is -1 when the case has no such draft. With `nan_in_k` the row holds a NaN,
+// so every row that sees the draft must come out non-finite. Otherwise one of the first d_v
+// columns is +-Inf; V is those columns of the same row as K, so the scores of the rows that see
+// it are infinite too, and a score of -Inf is a legal probability of 0: nothing is required of
+// those rows then.
 struct PoisonedDraft {
   Case c;
   int request = -1, draft = -1;
