@@ -2,9 +2,9 @@
 # An overnight fuzz campaign against one kernel revision, on a GPU machine: the GPU
 # properties run round after round, each with a fresh seed, at the large budget, until the
 # time is up or a property fails (with --keep-going: until the time is up, collecting every
-# failure, or until three rounds in a row fail within 10 s each). Progress goes to the terminal and to LOG; a failed round names the falsified
-# properties and their recipe lines, leaves repro .h5 files in FINDINGS and prints the line
-# that re-runs it.
+# failure, or until three rounds in a row fail within 10 s each). Progress goes to the
+# terminal and to LOG; a failed round names the falsified properties and their recipe lines,
+# leaves repro .h5 files in FINDINGS and prints the line that re-runs it.
 #   scripts/fuzz-campaign.sh [--kernel split-v1|path/lib.so] [--hours 8] [--cases 200]
 #                            [--budget large] [--findings DIR] [--tests BINARY] [--keep-going]
 # At least one round runs, however short --hours is (--hours 0.01: one quick smoke round).
