@@ -11,6 +11,11 @@ namespace vattn {
 
 namespace fs = std::filesystem;
 
+std::string folder_of(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
 std::string write_target(const std::string& path) {
   // Follows the chain link by link (a relative target is relative to its link's folder), so a
   // dangling link leads to the file it names, to be created. A loop gives `path` back; the
@@ -40,8 +45,7 @@ std::string write_target_problem(const std::string& path) {
     if (!fs::is_regular_file(st)) return "it is not a regular file (a device, pipe or socket)" + via + "; give a file path";
     if (::access(target.c_str(), W_OK) != 0) return "cannot write to it" + via + ": " + std::strerror(errno);
   }
-  const fs::path parent = fs::path(target).parent_path();
-  const std::string folder = parent.empty() ? "." : parent.string();
+  const std::string folder = folder_of(target);
   if (!fs::is_directory(folder, ec)) return "its folder " + folder + " does not exist";
   if (::access(folder.c_str(), W_OK) != 0) return "cannot create files in " + folder + ": " + std::strerror(errno);
   return "";

@@ -8,6 +8,9 @@
 
 namespace vattn {
 
+// The folder a file at `path` lives in ("." for a bare name).
+std::string folder_of(const std::string& path);
+
 // `path`, or the file at the end of the symbolic links starting at `path`.
 std::string write_target(const std::string& path);
 

@@ -149,11 +149,11 @@ int cmd_gen(int argc, char** argv) {
   if (a.has("notes")) header.optional["notes"] = a.get("notes");
 
   std::vector<Case> cases;
+  // Names sort in generation order (case-format.md): as many digits as the last index needs.
+  const size_t width = std::max<size_t>(4, std::to_string(count - 1).size());
   for (long long k = 0; k < count; ++k) {
     Recipe r = base;
     r.seed = base.seed + static_cast<uint64_t>(k);
-    // Names sort in generation order (case-format.md): as many digits as the last index needs.
-    const size_t width = std::max<size_t>(4, std::to_string(count - 1).size());
     std::string index = std::to_string(k);
     index.insert(0, width - index.size(), '0');
     const std::string name = "case" + index + "_seed" + std::to_string(r.seed);

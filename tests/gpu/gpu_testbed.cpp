@@ -43,7 +43,7 @@ std::vector<KernelVerdict> run_and_compare(const Case& c, const std::vector<int>
         with_splits.recipe = r.to_line();
       } catch (const std::exception&) {
       }
-      v.repro_path = write_repro(with_splits, against, v.run.out, v.run.lse, "kernel:" + rev.name());
+      v.repro_path = write_repro(with_splits, against, v.run.out, v.run.lse, rev.name());
     }
     all.push_back(std::move(v));
   }
@@ -80,7 +80,7 @@ std::vector<KernelVerdict> check_vs_naive_gpu(const Case& c, const std::vector<i
 }
 
 std::string write_repro(const Case& c, const std::string& tag, const std::vector<float>& out,
-                        const std::vector<float>& lse, const std::string& producer) {
+                        const std::vector<float>& lse, const std::string& revision) {
   static std::atomic<int> counter{0};
   const char* dir_env = std::getenv("VATTN_FINDINGS_DIR");
   const std::filesystem::path dir = dir_env && *dir_env ? dir_env : "findings";
@@ -89,16 +89,14 @@ std::string write_repro(const Case& c, const std::string& tag, const std::vector
   Case copy = c;
   copy.outputs.clear();
   StoredOutput got;
-  got.producer = producer;
+  got.producer = "kernel:" + revision;
   got.description = "result under test when the check failed";
   got.out = out;
   got.out_is_bf16 = true;
   got.lse = lse;
   copy.outputs.push_back(got);
   CaseFileHeader h;
-  // case-format.md: "fuzz:<kernel revision>"; the producer is "kernel:<revision>".
-  const std::string kernel_prefix = "kernel:";
-  h.source = "fuzz:" + (producer.rfind(kernel_prefix, 0) == 0 ? producer.substr(kernel_prefix.size()) : producer);
+  h.source = "fuzz:" + revision;  // case-format.md: "fuzz:<kernel revision>"
   h.optional["notes"] = "repro written by a failing GPU test; recipe: " + c.recipe;
   try {
     write_case_file(path, h, {copy});

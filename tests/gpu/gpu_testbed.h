@@ -40,10 +40,11 @@ Case make_case(const std::string& recipe_line);
 // device) or the build this binary came from, then revisions/.
 std::filesystem::path revisions_dir();
 
-// Writes the case's inputs and the result (as output `producer`) to $VATTN_FINDINGS_DIR (default
-// ./findings); returns the path. No reference is stored: replay recomputes it.
+// Writes the case's inputs and the result of `revision` (output "kernel:<revision>", file source
+// "fuzz:<revision>") to $VATTN_FINDINGS_DIR (default ./findings); returns the path. No reference
+// is stored: replay recomputes it.
 std::string write_repro(const Case& c, const std::string& tag, const std::vector<float>& out,
-                        const std::vector<float>& lse, const std::string& producer);
+                        const std::vector<float>& lse, const std::string& revision);
 
 // Catch2 assertion helpers that print the case line, the report and the repro path.
 void require_pass(const KernelVerdict& v, const Case& c);
