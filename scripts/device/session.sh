@@ -8,11 +8,12 @@
 #   graph     vattn graph-check of split-v1; each graph-unsafe variant must fail it
 #   repro     demo: a property finds a planted bug; its recipe line and its repro file replay it
 #   bench     vattn bench (eager, graph, queued; roofline)
+#   probe     vattn_ceiling_probe: the kernel's tile loop with parts off (4 and 16 row tiles per request)
 # Default: tests planted replay graph bench (sanitize and repro take minutes: ask for them).
 # Logs land in $OUT (or /tmp). Exit 0 when every step did what it should, 1 otherwise, 2 usage.
 #   bash scripts/device/session.sh [STEP...]
 set -uo pipefail
-for arg in "$@"; do case $arg in -h|--help) sed -n 2,13p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac; done
+for arg in "$@"; do case $arg in -h|--help) sed -n 2,14p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac; done
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out="${OUT:-/tmp}"
 b="$root/.device/build"
@@ -20,8 +21,8 @@ if [ $# -eq 0 ]; then steps="tests planted replay graph bench"; else steps="$*";
 # Every step name is checked before any step runs: a typo must not cost a device session.
 for step in "$@"; do
   case $step in
-    tests|planted|repro|sanitize|replay|graph|bench) ;;
-    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench; --help)" >&2; exit 2 ;;
+    tests|planted|repro|sanitize|replay|graph|bench|probe) ;;
+    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench probe; --help)" >&2; exit 2 ;;
   esac
 done
 export VATTN_REQUIRE_GPU=1  # a GPU machine: GPU tests that cannot see the device fail, not skip
@@ -78,6 +79,10 @@ for step in $steps; do
       done ;;
     bench) "$b/vattn" bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log" | grep -v "^bench:"
            [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
+    probe) for groups in 4 16; do
+             "$b/src/gpu/vattn_ceiling_probe" --row-groups $groups 2>&1 | tee "$out/probe-$groups.log"
+             [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+           done ;;
   esac
 done
 echo "session: exit $rc"
