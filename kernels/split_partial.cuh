@@ -2,26 +2,18 @@
 // split). The block streams the split's keys through shared memory once, 32 keys per stage,
 // and every one of its 32 rows (all heads of the drafts in the tile: the MLA saving) uses
 // each tile. Each warp works on all 32 rows, so every K/V fragment read from shared memory
-// feeds two mma row blocks. Per tile, three phases between block barriers:
-//  1. S = Q K^T: warp (dq, kh) multiplies its d_qk quarter dq (144 dims, Q in registers) by
-//     key half kh (16 keys) and stores the fp32 partial;
-//  2. softmax: warp w owns rows 4w..4w+3; it sums the four partials in a fixed order (so the
-//     result does not depend on timing), masks, keeps the row's running max and sum, and
-//     writes P (bf16) and the row's rescale factor;
-//  3. O += P V: warp w owns output columns 64w..64w+63 of all 32 rows.
+// feeds two mma row blocks. Per tile, the three phases of split_tile.cuh (S partial by d_qk
+// quarter and key half; fixed-order sum, mask and online softmax by row; O += P V by output
+// columns) run between block barriers.
 #pragma once
 
 #include <cmath>
 
 #include "mma_sm80.cuh"
 #include "split_plan.cuh"
+#include "split_tile.cuh"
 
 namespace vattn::kern {
-
-constexpr int kQuarterDims = kDqk / 4;  // 144 = 9 k-steps of 16
-constexpr int kKSteps = kQuarterDims / 16;
-constexpr int kChunksPerRow = kDqk / 8;  // 16-byte chunks per KV row
-static_assert(kQuarterDims % 16 == 0, "d_qk quarter must be whole mma k-steps");
 
 #ifdef VATTN_PLANT_NO_NONFINITE_GUARD
 constexpr bool kGuardNonfiniteV = false;  // Planted bug: a masked row meets 0 * NaN/Inf of V in the mma.
@@ -92,12 +84,8 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
 
   const vattn_args& a = p.a;
   const int H = a.num_heads;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int dq = warp & 3, kh = warp >> 2;    // S phase: d_qk quarter, key half
-  const int g = lane >> 2, t4 = lane & 3;     // mma fragment coordinates
-  const int mat = lane >> 3, mrow = lane & 7;  // ldmatrix: which 8x8 matrix / row this lane addresses
-  const int srow = warp * 4 + (lane >> 3);    // softmax phase: this lane's row ...
-  const int skey = (lane & 7) * 4;            // ... and its four keys
+  const TileLane l = tile_lane();
+  const int warp = l.warp, lane = l.lane, g = l.g, t4 = l.t4, srow = l.srow, skey = l.skey;
   const float scale2 = a.sm_scale * 1.4426950408889634f;  // logits in log2 units: exp2 in the loop
   const int total = p.header->total_work;
 
@@ -136,19 +124,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
 
     // Q fragments of all 32 rows over this warp's d_qk quarter stay in registers for the item.
     uint32_t qf[2][kKSteps][4];
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-      const uint32_t* q_lo = reinterpret_cast<const uint32_t*>(a.q + (row0 + mt * 16 + g) * kDqk);
-      const uint32_t* q_hi = q_lo + 8 * kDqk / 2;
-#pragma unroll
-      for (int ks = 0; ks < kKSteps; ++ks) {
-        const int w = (dq * kQuarterDims + ks * 16 + 2 * t4) >> 1;
-        qf[mt][ks][0] = valid[mt][0] ? __ldg(q_lo + w) : 0u;
-        qf[mt][ks][1] = valid[mt][1] ? __ldg(q_hi + w) : 0u;
-        qf[mt][ks][2] = valid[mt][0] ? __ldg(q_lo + w + 4) : 0u;
-        qf[mt][ks][3] = valid[mt][1] ? __ldg(q_hi + w + 4) : 0u;
-      }
-    }
+    load_q(qf, a.q, row0, valid, l);
 
     float o[2][8][4];
 #pragma unroll
@@ -218,26 +194,11 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
           for (int n = 0; n < 2; ++n) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.f;
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks) {
-          const int d0 = dq * kQuarterDims + ks * 16;
-          uint32_t bk[4];
-          ldmatrix_x4(bk, kv + (kh * 16 + (mat >> 1) * 8 + mrow) * kSmemStride + d0 + (mat & 1) * 8);
-#pragma unroll
-          for (int mt = 0; mt < 2; ++mt) {
-            mma_bf16_16816(acc[mt][0], qf[mt][ks], bk[0], bk[1]);
-            mma_bf16_16816(acc[mt][1], qf[mt][ks], bk[2], bk[3]);
-          }
+          s_kstep(acc, qf, kv, l, ks);
           if (ks == 0 && load_next) issue_part(it + 1, 0, 2);
           if (ks == 4 && load_next) issue_part(it + 1, 2, 5);
         }
-        float* x = s_x + dq * kRowsPerTile * kXStride;
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-          for (int n = 0; n < 2; ++n)
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-              *reinterpret_cast<float2*>(x + (mt * 16 + g + 8 * h) * kXStride + kh * 16 + n * 8 + 2 * t4) =
-                  make_float2(acc[mt][n][2 * h], acc[mt][n][2 * h + 1]);
+        store_partial(s_x, acc, l);
       }
       // V may hold NaN/Inf only in draft rows some row of the tile sees (prefix rows are
       // visible to every row; keys past the split and drafts no row sees are zero-filled).
@@ -260,15 +221,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
       // ---- phase 2: full S (fixed summation order), mask, online softmax; row srow ----
       {
         float s[4];
-        const float* x = s_x + srow * kXStride + skey;
-        const float4 x0 = *reinterpret_cast<const float4*>(x);
-        const float4 x1 = *reinterpret_cast<const float4*>(x + 1 * kRowsPerTile * kXStride);
-        const float4 x2 = *reinterpret_cast<const float4*>(x + 2 * kRowsPerTile * kXStride);
-        const float4 x3 = *reinterpret_cast<const float4*>(x + 3 * kRowsPerTile * kXStride);
-        s[0] = ((x0.x + x1.x) + x2.x) + x3.x;
-        s[1] = ((x0.y + x1.y) + x2.y) + x3.y;
-        s[2] = ((x0.z + x1.z) + x2.z) + x3.z;
-        s[3] = ((x0.w + x1.w) + x2.w) + x3.w;
+        sum_partials(s, s_x, l);
         if (!has_drafts && tile_k0 + kKeysPerTile <= kend && s_valid) {
           // The common tile: prefix keys only, all inside the split, a real row: all visible.
 #pragma unroll
@@ -282,25 +235,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
             s[e] = vis ? s[e] * scale2 : -INFINITY;
           }
         }
-        float mx = fmaxf(fmaxf(s[0], s[1]), fmaxf(s[2], s[3]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-        const float m_new = fmaxf(m_run, mx);
-        const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: avoid -inf - -inf
-#ifdef VATTN_PLANT_SKIP_RESCALE
-        const float corr = 1.f;  // Planted bug: the running max moves but old terms are not rescaled.
-#else
-        const float corr = exp2f(m_run - m_use);
-#endif
-        float pe[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) pe[e] = exp2f(s[e] - m_use);
-        l_run = l_run * corr + ((pe[0] + pe[1]) + (pe[2] + pe[3]));
-        m_run = m_new;
-        *reinterpret_cast<uint2*>(s_p + srow * kPStride + skey) =
-            make_uint2(pack_bf16x2(pe[0], pe[1]), pack_bf16x2(pe[2], pe[3]));
-        if ((lane & 7) == 0) s_corr[srow] = corr;
+        online_softmax(s, m_run, l_run, s_p, s_corr, l);
       }
       if (load_next) issue_part(it + 1, 5, 9);
       cp_async_commit();
@@ -308,43 +243,9 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
 
       // ---- phase 3: O = O * corr + P V over output columns 64*warp.. of all 32 rows ----
       {
-        float corr[2][2];
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) corr[mt][h] = s_corr[mt * 16 + g + 8 * h];
-        // Deep in a long prefix the running max rarely moves: corr is exactly 1 and the
-        // rescale would change no bit, so the warp skips it when no lane needs it.
-        if (__any_sync(0xffffffffu, corr[0][0] != 1.f || corr[0][1] != 1.f || corr[1][0] != 1.f || corr[1][1] != 1.f)) {
-#pragma unroll
-          for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-            for (int n = 0; n < 8; ++n) {
-              o[mt][n][0] *= corr[mt][0];
-              o[mt][n][1] *= corr[mt][0];
-              o[mt][n][2] *= corr[mt][1];
-              o[mt][n][3] *= corr[mt][1];
-            }
-        }
+        rescale_o(o, s_corr, l);
         if (!v_nonfinite) {
-#pragma unroll
-          for (int kk = 0; kk < 2; ++kk) {
-            uint32_t pa[2][4];
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt)
-              ldmatrix_x4(pa[mt], s_p + (mt * 16 + (mat & 1) * 8 + mrow) * kPStride + kk * 16 + (mat >> 1) * 8);
-#pragma unroll
-            for (int np = 0; np < 4; ++np) {
-              uint32_t bv[4];
-              ldmatrix_x4_trans(bv, kv + (kk * 16 + (mat & 1) * 8 + mrow) * kSmemStride + warp * 64 + np * 16 +
-                                        (mat >> 1) * 8);
-#pragma unroll
-              for (int mt = 0; mt < 2; ++mt) {
-                mma_bf16_16816(o[mt][2 * np], pa[mt], bv[0], bv[1]);
-                mma_bf16_16816(o[mt][2 * np + 1], pa[mt], bv[2], bv[3]);
-              }
-            }
-          }
+          pv_mma(o, s_p, kv, l);
         } else {
           // Rare path: skip zero probabilities explicitly so masked non-finite V never counts.
           for (int k = 0; k < kKeysPerTile; ++k) {

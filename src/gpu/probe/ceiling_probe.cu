@@ -27,14 +27,14 @@
 #include "bench_kernels.h"
 #include "mma_sm80.cuh"
 #include "split_params.h"
+#include "split_tile.cuh"
 
 namespace vattn::kern {
 namespace {
 
-constexpr int kQuarter = kDqk / 4;
-constexpr int kSteps = kQuarter / 16;
-constexpr int kChunksPerRow = kDqk / 8;  // 16-byte chunks per KV row
-
+// split-v1's item with parts switched off. The phases are the kernel's own (split_tile.cuh);
+// what the probe leaves out is what every real tile adds on top: masks, the non-finite V
+// guard, the item's setup and write-back, and the split reduce.
 template <bool kCopy, bool kMath, bool kSoftmax>
 __global__ void __launch_bounds__(kThreads, 1)
     probe_kernel(const uint16_t* __restrict__ pool, const int32_t* __restrict__ slots, const uint16_t* __restrict__ q,
@@ -45,28 +45,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint16_t* s_p = reinterpret_cast<uint16_t*>(smem_raw + kSmemKv + kSmemExchange);
   float* s_corr = reinterpret_cast<float*>(smem_raw + kSmemKv + kSmemExchange + kSmemP);
 
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int dq = warp & 3, kh = warp >> 2;
-  const int g = lane >> 2, t4 = lane & 3;
-  const int mat = lane >> 3, mrow = lane & 7;
-  const int srow = warp * 4 + (lane >> 3), skey = (lane & 7) * 4;
+  const TileLane l = tile_lane();
   const int copy_row = threadIdx.x >> 3, copy_ch = threadIdx.x & 7;
   const int32_t* req_slots = slots + static_cast<int64_t>(blockIdx.x / row_groups) * keys;
   const int ntiles = keys / kKeysPerTile;
 
-  uint32_t qf[2][kSteps][4];
-#pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-    for (int ks = 0; ks < kSteps; ++ks) {
-      const uint32_t* lo = reinterpret_cast<const uint32_t*>(q + (mt * 16 + g) * kDqk);
-      const uint32_t* hi = lo + 8 * kDqk / 2;
-      const int w = (dq * kQuarter + ks * 16 + 2 * t4) >> 1;
-      qf[mt][ks][0] = __ldg(lo + w);
-      qf[mt][ks][1] = __ldg(hi + w);
-      qf[mt][ks][2] = __ldg(lo + w + 4);
-      qf[mt][ks][3] = __ldg(hi + w + 4);
-    }
+  uint32_t qf[2][kKSteps][4];
+  const bool all_rows[2][2] = {{true, true}, {true, true}};
+  load_q(qf, q, 0, all_rows, l);
   float o[2][8][4] = {};
   float m_run = -INFINITY, l_run = 0.f;
   if (!kSoftmax)  // a fixed P: the P.V traffic and mma without a softmax to produce it
@@ -106,95 +92,29 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (kMath) {
       float acc[2][2][4] = {};
 #pragma unroll
-      for (int ks = 0; ks < kSteps; ++ks) {
-        uint32_t bk[4];
-        ldmatrix_x4(bk, kv + (kh * 16 + (mat >> 1) * 8 + mrow) * kSmemStride + dq * kQuarter + ks * 16 + (mat & 1) * 8);
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-          mma_bf16_16816(acc[mt][0], qf[mt][ks], bk[0], bk[1]);
-          mma_bf16_16816(acc[mt][1], qf[mt][ks], bk[2], bk[3]);
-        }
-        if (ks == 0 && load_next) issue(it + 1, next_src, 0, 2);
+      for (int ks = 0; ks < kKSteps; ++ks) {
+        s_kstep(acc, qf, kv, l, ks);
+        if (ks == 0 && load_next) issue(it + 1, next_src, 0, 2);  // where split-v1 puts its copies
         if (ks == 4 && load_next) issue(it + 1, next_src, 2, 5);
       }
-      float* x = s_x + dq * kRowsPerTile * kXStride;
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-        for (int n = 0; n < 2; ++n)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            if (kSoftmax || dq == 0)  // without the exchange only one quarter's partial is kept
-              *reinterpret_cast<float2*>(x + (mt * 16 + g + 8 * h) * kXStride + kh * 16 + n * 8 + 2 * t4) =
-                  make_float2(acc[mt][n][2 * h], acc[mt][n][2 * h + 1]);
+      if (kSoftmax || l.dq == 0) store_partial(s_x, acc, l);  // without the softmax one partial is kept
     } else if (load_next) {
       issue(it + 1, next_src, 0, 5);
     }
     if (kSoftmax) {
       __syncthreads();
-      const float* x = s_x + srow * kXStride + skey;
-      const float4 x0 = *reinterpret_cast<const float4*>(x);
-      const float4 x1 = *reinterpret_cast<const float4*>(x + 1 * kRowsPerTile * kXStride);
-      const float4 x2 = *reinterpret_cast<const float4*>(x + 2 * kRowsPerTile * kXStride);
-      const float4 x3 = *reinterpret_cast<const float4*>(x + 3 * kRowsPerTile * kXStride);
-      float s[4] = {((x0.x + x1.x) + x2.x) + x3.x, ((x0.y + x1.y) + x2.y) + x3.y, ((x0.z + x1.z) + x2.z) + x3.z,
-                    ((x0.w + x1.w) + x2.w) + x3.w};
+      float sc[4];
+      sum_partials(sc, s_x, l);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[e] *= 0.0601f;
-      float mx = fmaxf(fmaxf(s[0], s[1]), fmaxf(s[2], s[3]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-      const float m_new = fmaxf(m_run, mx);
-      const float corr = exp2f(m_run - m_new);
-      float pe[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) pe[e] = exp2f(s[e] - m_new);
-      l_run = l_run * corr + ((pe[0] + pe[1]) + (pe[2] + pe[3]));
-      m_run = m_new;
-      *reinterpret_cast<uint2*>(s_p + srow * kPStride + skey) =
-          make_uint2(pack_bf16x2(pe[0], pe[1]), pack_bf16x2(pe[2], pe[3]));
-      if ((lane & 7) == 0) s_corr[srow] = corr;
+      for (int e = 0; e < 4; ++e) sc[e] *= 0.0601f;  // the kernel's sm_scale * log2(e) for d_qk 576
+      online_softmax(sc, m_run, l_run, s_p, s_corr, l);
     }
     if (load_next) issue(it + 1, next_src, 5, 9);
     if (kCopy) cp_async_commit();
     __syncthreads();
     if (kMath) {
-      if (kSoftmax) {
-        float corr[2][2];
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) corr[mt][h] = s_corr[mt * 16 + g + 8 * h];
-        if (__any_sync(0xffffffffu, corr[0][0] != 1.f || corr[0][1] != 1.f || corr[1][0] != 1.f || corr[1][1] != 1.f))
-#pragma unroll
-          for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-            for (int n = 0; n < 8; ++n) {
-              o[mt][n][0] *= corr[mt][0];
-              o[mt][n][1] *= corr[mt][0];
-              o[mt][n][2] *= corr[mt][1];
-              o[mt][n][3] *= corr[mt][1];
-            }
-      }
-#pragma unroll
-      for (int kk = 0; kk < 2; ++kk) {
-        uint32_t pa[2][4];
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-          ldmatrix_x4(pa[mt], s_p + (mt * 16 + (mat & 1) * 8 + mrow) * kPStride + kk * 16 + (mat >> 1) * 8);
-#pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          uint32_t bv[4];
-          ldmatrix_x4_trans(bv, kv + (kk * 16 + (mat & 1) * 8 + mrow) * kSmemStride + warp * 64 + np * 16 +
-                                    (mat >> 1) * 8);
-#pragma unroll
-          for (int mt = 0; mt < 2; ++mt) {
-            mma_bf16_16816(o[mt][2 * np], pa[mt], bv[0], bv[1]);
-            mma_bf16_16816(o[mt][2 * np + 1], pa[mt], bv[2], bv[3]);
-          }
-        }
-      }
+      if (kSoftmax) rescale_o(o, s_corr, l);
+      pv_mma(o, s_p, kv, l);
     }
     next_src = pool + static_cast<int64_t>(slot_after) * kDqk + copy_ch * 8;
   }
