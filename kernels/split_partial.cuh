@@ -84,8 +84,8 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
 
   const vattn_args& a = p.a;
   const int H = a.num_heads;
-  const TileLane l = tile_lane();
-  const int warp = l.warp, lane = l.lane, g = l.g, t4 = l.t4, srow = l.srow, skey = l.skey;
+  const TileLane tl = tile_lane();
+  const int warp = tl.warp, lane = tl.lane, g = tl.g, t4 = tl.t4, srow = tl.srow, skey = tl.skey;
   const float scale2 = a.sm_scale * 1.4426950408889634f;  // logits in log2 units: exp2 in the loop
   const int total = p.header->total_work;
 
@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
 
     // Q fragments of all 32 rows over this warp's d_qk quarter stay in registers for the item.
     uint32_t qf[2][kKSteps][4];
-    load_q(qf, a.q, row0, valid, l);
+    load_q(qf, a.q, row0, valid, tl);
 
     float o[2][8][4];
 #pragma unroll
@@ -143,11 +143,10 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
     }
     __syncthreads();
 
-    // 8 threads per KV row, 9 chunks of 16 B each: one row pointer per thread and tile.
-    // 8 threads per KV row, 9 chunks of 16 B each. A tile's copies are issued in three parts
-    // spread over the previous tile's work (two and three chunks between the S mma steps,
-    // four after the softmax): issued all at once they stall the warps for ~850 cycles (the
-    // memory system takes a tile's requests only so fast) with no math to overlap.
+    // 8 threads per KV row, 9 chunks of 16 B each, one row pointer per thread and tile. A
+    // tile's copies are issued in three parts spread over the previous tile's work (the
+    // kCopy* schedule of split_tile.cuh): issued all at once they stall the warps for ~850
+    // cycles (the memory system takes a tile's requests only so fast) with no math to overlap.
     auto issue_part = [&](int j, int i0, int i1) {
       uint16_t* dst = s_kv + (j % kStages) * kKeysPerTile * kSmemStride;
       const int row = threadIdx.x >> 3, ch0 = threadIdx.x & 7;
@@ -194,11 +193,11 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
           for (int n = 0; n < 2; ++n) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.f;
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks) {
-          s_kstep(acc, qf, kv, l, ks);
-          if (ks == 0 && load_next) issue_part(it + 1, 0, 2);
-          if (ks == 4 && load_next) issue_part(it + 1, 2, 5);
+          s_kstep(acc, qf, kv, tl, ks);
+          if (ks == kCopyStep1 && load_next) issue_part(it + 1, 0, kCopyCut1);
+          if (ks == kCopyStep2 && load_next) issue_part(it + 1, kCopyCut1, kCopyCut2);
         }
-        store_partial(s_x, acc, l);
+        store_partial(s_x, acc, tl);
       }
       // V may hold NaN/Inf only in draft rows some row of the tile sees (prefix rows are
       // visible to every row; keys past the split and drafts no row sees are zero-filled).
@@ -221,7 +220,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
       // ---- phase 2: full S (fixed summation order), mask, online softmax; row srow ----
       {
         float s[4];
-        sum_partials(s, s_x, l);
+        sum_partials(s, s_x, tl);
         if (!has_drafts && tile_k0 + kKeysPerTile <= kend && s_valid) {
           // The common tile: prefix keys only, all inside the split, a real row: all visible.
 #pragma unroll
@@ -235,17 +234,17 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
             s[e] = vis ? s[e] * scale2 : -INFINITY;
           }
         }
-        online_softmax(s, m_run, l_run, s_p, s_corr, l);
+        online_softmax(s, m_run, l_run, s_p, s_corr, tl);
       }
-      if (load_next) issue_part(it + 1, 5, 9);
+      if (load_next) issue_part(it + 1, kCopyCut2, kChunksPerRow / 8);
       cp_async_commit();
       __syncthreads();  // P and the rescale factors are in
 
       // ---- phase 3: O = O * corr + P V over output columns 64*warp.. of all 32 rows ----
       {
-        rescale_o(o, s_corr, l);
+        rescale_o(o, s_corr, tl);
         if (!v_nonfinite) {
-          pv_mma(o, s_p, kv, l);
+          pv_mma(o, s_p, kv, tl);
         } else {
           // Rare path: skip zero probabilities explicitly so masked non-finite V never counts.
           for (int k = 0; k < kKeysPerTile; ++k) {
