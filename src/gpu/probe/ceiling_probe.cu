@@ -1,5 +1,5 @@
 // vattn_ceiling_probe: how fast could split-v1's work item (32 query rows x 32-key tiles,
-// 8 warps, two cp.async stages, 99 KB of shared memory) go if parts of its tile loop were
+// 8 warps, two cp.async stages, 96 KiB of shared memory) go if parts of its tile loop were
 // free? The probe runs the item's tile loop on synthetic data with parts switched off:
 //   copy         the two-stage cp.async stream of scattered KV rows, no math;
 //   math         S = Q K^T and O += P V with their ldmatrix traffic, on a resident tile;
@@ -7,11 +7,12 @@
 //                every warp's S partial; a stage is refilled only after every warp used it);
 //   full         copy+math plus what split-v1 adds per tile: the S exchange through shared
 //                memory, the online softmax and the rescale (no masks, no guards);
-//   copy-xN      the stream alone with N stages (N - 1 tiles in flight): where it stops
-//                getting faster, the stream is bandwidth-bound, and no schedule of a
-//                32-row item can beat that line;
+//   copy-xN      the stream alone with N stages, N tiles in flight at each wait (split-v1
+//                has one): where more stages stop helping, the stream is bandwidth-bound,
+//                and no schedule of a 32-row item can beat that line;
 //   w48*         a first, untuned probe of a wider item (48 rows, 16-key tiles), below.
-// `full` calibrates the probe against `vattn bench`. Timing only: nothing is checked.
+// `full` calibrates the probe against `vattn bench`. Timing only: no result is checked.
+// Every kernel records the SM it ran on, so the host can prove one block per SM.
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -19,18 +20,30 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <cuda_runtime_api.h>
 
 #include "bench_kernels.h"
+#include "cuda_check.h"
+#include "device_buffer.h"
 #include "mma_sm80.cuh"
 #include "split_params.h"
 #include "split_tile.cuh"
 
 namespace vattn::kern {
 namespace {
+
+// Thread 0 writes the block's SM id after the grid's per-thread results in `sink`.
+__device__ __forceinline__ void record_sm(float* sink) {
+  if (threadIdx.x == 0) {
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;\n" : "=r"(id));
+    reinterpret_cast<unsigned*>(sink + gridDim.x * kThreads)[blockIdx.x] = id;
+  }
+}
 
 // split-v1's item with parts switched off. The phases are the kernel's own (split_tile.cuh);
 // what the probe leaves out is what every real tile adds on top: masks, the non-finite V
@@ -45,19 +58,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint16_t* s_p = reinterpret_cast<uint16_t*>(smem_raw + kSmemKv + kSmemExchange);
   float* s_corr = reinterpret_cast<float*>(smem_raw + kSmemKv + kSmemExchange + kSmemP);
 
-  const TileLane l = tile_lane();
+  record_sm(sink);
+  const TileLane tl = tile_lane();
   const int copy_row = threadIdx.x >> 3, copy_ch = threadIdx.x & 7;
   const int32_t* req_slots = slots + static_cast<int64_t>(blockIdx.x / row_groups) * keys;
   const int ntiles = keys / kKeysPerTile;
 
   uint32_t qf[2][kKSteps][4];
   const bool all_rows[2][2] = {{true, true}, {true, true}};
-  load_q(qf, q, 0, all_rows, l);
+  load_q(qf, q, 0, all_rows, tl);
   float o[2][8][4] = {};
   float m_run = -INFINITY, l_run = 0.f;
-  if (!kSoftmax)  // a fixed P: the P.V traffic and mma without a softmax to produce it
+  if constexpr (!kSoftmax)  // a fixed P: the P.V traffic and mma without a softmax to produce it
     for (int i = threadIdx.x; i < kRowsPerTile * kPStride; i += kThreads) s_p[i] = 0x3d00;  // bf16 1/32
-  if (!kCopy)  // the math alone works on zeros, not on whatever the shared memory held
+  if constexpr (!kCopy)  // the math alone works on zeros, not on whatever the shared memory held
     for (int i = threadIdx.x; i < kStages * kKeysPerTile * kSmemStride; i += kThreads) s_kv[i] = 0;
 
   auto source = [&](int tile) {
@@ -69,10 +83,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < kChunksPerRow / 8; ++i)
       if (i >= i0 && i < i1) cp_async_16(to + 64 * i, src + 64 * i, true);
   };
-  if (kCopy) {
-    issue(0, source(0), 0, 9);
+  constexpr int kChunks = kChunksPerRow / 8;  // per thread and tile
+  if constexpr (kCopy) {
+    issue(0, source(0), 0, kChunks);
     cp_async_commit();
-    if (ntiles > 1) issue(1, source(1), 0, 9);
+    if (ntiles > 1) issue(1, source(1), 0, kChunks);
     cp_async_commit();
   }
   const uint16_t* next_src = pool;  // the row of tile it + 1, issued during tile it >= 1
@@ -80,7 +95,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int it = 0; it < ntiles; ++it) {
     // Loaded a tile ahead of its use, as split-v1 does with its kv_indices.
     const int32_t slot_after = kCopy && it + 2 < ntiles ? __ldg(req_slots + (it + 2) * kKeysPerTile + copy_row) : 0;
-    if (kCopy) {
+    if constexpr (kCopy) {
       if (it < 2)
         cp_async_wait<1>();
       else
@@ -89,32 +104,34 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();
     const bool load_next = kCopy && it >= 1 && it + 1 < ntiles;
     const uint16_t* kv = s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
-    if (kMath) {
+    if constexpr (kMath) {
       float acc[2][2][4] = {};
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
-        s_kstep(acc, qf, kv, l, ks);
-        if (ks == 0 && load_next) issue(it + 1, next_src, 0, 2);  // where split-v1 puts its copies
-        if (ks == 4 && load_next) issue(it + 1, next_src, 2, 5);
+        s_kstep(acc, qf, kv, tl, ks);
+        if (ks == kCopyStep1 && load_next) issue(it + 1, next_src, 0, kCopyCut1);  // split-v1's copy schedule
+        if (ks == kCopyStep2 && load_next) issue(it + 1, next_src, kCopyCut1, kCopyCut2);
       }
-      if (kSoftmax || l.dq == 0) store_partial(s_x, acc, l);  // without the softmax one partial is kept
-    } else if (load_next) {
-      issue(it + 1, next_src, 0, 5);
+      if (kSoftmax || tl.dq == 0) store_partial(s_x, acc, tl);  // without the softmax one partial is kept
+    } else {
+      if (load_next) issue(it + 1, next_src, 0, kCopyCut2);
     }
-    if (kSoftmax) {
+    if constexpr (kSoftmax) {
       __syncthreads();
       float sc[4];
-      sum_partials(sc, s_x, l);
+      sum_partials(sc, s_x, tl);
+      // Any positive scale gives the same timing; this one is `vattn bench`'s (0.1446796),
+      // in log2 units as the kernel uses it.
 #pragma unroll
-      for (int e = 0; e < 4; ++e) sc[e] *= 0.0601f;  // the kernel's sm_scale * log2(e) for d_qk 576
-      online_softmax(sc, m_run, l_run, s_p, s_corr, l);
+      for (int e = 0; e < 4; ++e) sc[e] *= 0.1446796f * 1.4426950408889634f;
+      online_softmax(sc, m_run, l_run, s_p, s_corr, tl);
     }
-    if (load_next) issue(it + 1, next_src, 5, 9);
-    if (kCopy) cp_async_commit();
+    if (load_next) issue(it + 1, next_src, kCopyCut2, kChunks);
+    if constexpr (kCopy) cp_async_commit();
     __syncthreads();
-    if (kMath) {
-      if (kSoftmax) rescale_o(o, s_corr, l);
-      pv_mma(o, s_p, kv, l);
+    if constexpr (kMath) {
+      if constexpr (kSoftmax) rescale_o(o, s_corr, tl);
+      pv_mma(o, s_p, kv, tl);
     }
     next_src = pool + static_cast<int64_t>(slot_after) * kDqk + copy_ch * 8;
   }
@@ -136,6 +153,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                   int keys, int row_groups, float* sink) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);
+  record_sm(sink);
   const int copy_row = threadIdx.x >> 3, copy_ch = threadIdx.x & 7;
   const int32_t* req_slots = slots + static_cast<int64_t>(blockIdx.x / row_groups) * keys;
   const int ntiles = keys / kKeysPerTile;
@@ -162,11 +180,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   sink[blockIdx.x * kThreads + threadIdx.x] = total;
 }
 
-// A wider item, for comparison: 48 query rows (3 mma row blocks) per KV byte, 16-key tiles,
-// kSt stages (kSt - 1 tiles in flight). Every warp keeps Q for all 48 rows over its own
-// share of d_qk (k-steps 5,5,5,5,4,4,4,4: Q is held once, not twice as in split-v1) and O
-// for 64 output columns of all 48 rows. kExchange: all eight S partials go through shared memory and are summed into P
-// (no exp: a lower bound on the softmax's cost); otherwise P is fixed and one partial is kept.
+// A wider item, for comparison (probe code, not kernel code): 48 query rows (3 mma row
+// blocks) per KV byte, 16-key tiles, kSt stages (kSt - 1 tiles in flight while one is
+// computed). Every warp keeps Q for all 48 rows over its own share of d_qk (k-steps
+// 5,5,5,5,4,4,4,4: Q is held once, not twice as in split-v1) and O for 64 output columns of
+// all 48 rows. kExchange: all eight S partials go through shared memory and are summed into
+// P (no exp: a lower bound on the softmax's cost); otherwise P is fixed and one partial is
+// kept. An untuned first schedule: its numbers bound nothing.
 constexpr int kWideRows = 48, kWideKeys = 16, kWideMaxSteps = 5;
 constexpr int kWideXStride = kWideKeys + 4, kWidePStride = kWideKeys + 8;
 constexpr size_t kWideSmem(int stages) {
@@ -183,6 +203,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);
   float* s_x = reinterpret_cast<float*>(smem_raw + sizeof(uint16_t) * kSt * kWideKeys * kSmemStride);
   uint16_t* s_p = reinterpret_cast<uint16_t*>(s_x + 8 * kWideRows * kWideXStride);
+  record_sm(sink);
   constexpr int kAhead = kSt - 1;  // tiles in flight while one is computed
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t4 = lane & 3, mat = lane >> 3, mrow = lane & 7;
@@ -206,7 +227,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   float o[3][8][4] = {};
   for (int i = threadIdx.x; i < kWideRows * kWidePStride; i += kThreads) s_p[i] = 0x3d00;  // bf16 1/32
-  if (!kCopy)
+  if constexpr (!kCopy)
     for (int i = threadIdx.x; i < kSt * kWideKeys * kSmemStride; i += kThreads) s_kv[i] = 0;
 
   // Pool slots are loaded a tile before their copies are issued (as split-v1 does).
@@ -225,15 +246,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   for (int t = 0; t < kAhead; ++t) {
     issue(t, slot_of_row(t), 0, 5);
-    if (kCopy) cp_async_commit();
+    if constexpr (kCopy) cp_async_commit();
   }
   int32_t slot_next = slot_of_row(kAhead);
   for (int it = 0; it < ntiles; ++it) {
     const int32_t slot_after = slot_of_row(it + kAhead + 1);
-    if (kCopy) cp_async_wait<kAhead - 1>();
+    if constexpr (kCopy) cp_async_wait<kAhead - 1>();
     __syncthreads();  // tile it is in; every warp is past tile it - 1, whose stage tile it + kAhead takes
     const uint16_t* kv = s_kv + (it % kSt) * kWideKeys * kSmemStride;
-    if (!kMath) {
+    if constexpr (!kMath) {
       issue(it + kAhead, slot_next, 0, 5);
       cp_async_commit();
       slot_next = slot_after;
@@ -255,7 +276,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (j < 4) issue(it + kAhead, slot_next, j, j + 1);  // spread over the S steps, as split-v1 does
     }
     issue(it + kAhead, slot_next, 4, 5);
-    if (kCopy) cp_async_commit();
+    if constexpr (kCopy) cp_async_commit();
     slot_next = slot_after;
     if (kExchange || warp == 0) {
       float* x = s_x + warp * kWideRows * kWideXStride;
@@ -268,7 +289,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             *reinterpret_cast<float2*>(x + (mt * 16 + g + 8 * h) * kWideXStride + n * 8 + 2 * t4) =
                 make_float2(acc[mt][n][2 * h], acc[mt][n][2 * h + 1]);
     }
-    if (kExchange) {
+    if constexpr (kExchange) {
       __syncthreads();
       for (int e = threadIdx.x; e < kWideRows * kWideKeys / 2; e += kThreads) {  // two keys per thread and step
         const int row = e / (kWideKeys / 2), key = (e % (kWideKeys / 2)) * 2;
@@ -311,193 +332,258 @@ struct Variant {
   void (*kernel)(const uint16_t*, const int32_t*, const uint16_t*, int, int, float*);
   bool math;    // false: the stream alone; the % column then says what it would allow
   int rows;     // query rows per KV byte
-  size_t smem;  // dynamic shared memory per block
+  size_t smem;  // dynamic shared memory the variant uses per block
+  const char* what;
 };
 constexpr size_t kStreamSmem(int stages) { return sizeof(uint16_t) * stages * kKeysPerTile * kSmemStride; }
+constexpr int kQRows = kWideRows > kRowsPerTile ? kWideRows : kRowsPerTile;  // rows of Q any variant reads
 const Variant kVariants[] = {
-    {"copy", probe_kernel<true, false, false>, false, kRowsPerTile, kSmemBytes},
-    {"math", probe_kernel<false, true, false>, true, kRowsPerTile, kSmemBytes},
-    {"copy+math", probe_kernel<true, true, false>, true, kRowsPerTile, kSmemBytes},
-    {"full", probe_kernel<true, true, true>, true, kRowsPerTile, kSmemBytes},
-    {"copy-x2", stream_kernel<2>, false, kRowsPerTile, kStreamSmem(2)},
-    {"copy-x3", stream_kernel<3>, false, kRowsPerTile, kStreamSmem(3)},
-    {"copy-x4", stream_kernel<4>, false, kRowsPerTile, kStreamSmem(4)},
-    {"w48:copy", wide_kernel<3, true, false, false>, false, kWideRows, kWideSmem(3)},
-    {"w48:math", wide_kernel<3, false, true, false>, true, kWideRows, kWideSmem(3)},
-    {"w48:c+m", wide_kernel<3, true, true, false>, true, kWideRows, kWideSmem(3)},
-    {"w48:c+m+x", wide_kernel<3, true, true, true>, true, kWideRows, kWideSmem(3)},
-    {"w48s2:copy", wide_kernel<2, true, false, false>, false, kWideRows, kWideSmem(2)},
-    {"w48s2:c+m", wide_kernel<2, true, true, false>, true, kWideRows, kWideSmem(2)},
-    {"w48s4:c+m", wide_kernel<4, true, true, false>, true, kWideRows, kWideSmem(4)},
+    {"copy", probe_kernel<true, false, false>, false, kRowsPerTile, kSmemBytes,
+     "split-v1's KV stream alone (scattered 1152 B rows, cp.async, two stages)"},
+    {"math", probe_kernel<false, true, false>, true, kRowsPerTile, kSmemBytes,
+     "S = Q K^T and O += P V with their ldmatrix traffic, tile resident"},
+    {"copy+math", probe_kernel<true, true, false>, true, kRowsPerTile, kSmemBytes,
+     "both, with the two barriers per tile the decomposition needs"},
+    {"full", probe_kernel<true, true, true>, true, kRowsPerTile, kSmemBytes,
+     "plus the S exchange, online softmax and rescale (split-v1's per-tile code)"},
+    {"copy-x2", stream_kernel<2>, false, kRowsPerTile, kStreamSmem(2), "the KV stream alone, 2 stages, 2 tiles in flight"},
+    {"copy-x3", stream_kernel<3>, false, kRowsPerTile, kStreamSmem(3), "3 stages, 3 tiles in flight"},
+    {"copy-x4", stream_kernel<4>, false, kRowsPerTile, kStreamSmem(4), "4 stages, 4 tiles in flight"},
+    {"w48:copy", wide_kernel<3, true, false, false>, false, kWideRows, kWideSmem(3),
+     "48-row item, 16-key tiles, 3 stages: its stream alone"},
+    {"w48:math", wide_kernel<3, false, true, false>, true, kWideRows, kWideSmem(3), "its math alone"},
+    {"w48:c+m", wide_kernel<3, true, true, false>, true, kWideRows, kWideSmem(3), "both"},
+    {"w48:c+m+x", wide_kernel<3, true, true, true>, true, kWideRows, kWideSmem(3),
+     "both, plus the eight-way S exchange (no exp)"},
+    {"w48s2:copy", wide_kernel<2, true, false, false>, false, kWideRows, kWideSmem(2), "w48:copy with 2 stages"},
+    {"w48s2:c+m", wide_kernel<2, true, true, false>, true, kWideRows, kWideSmem(2), "w48:c+m with 2 stages"},
+    {"w48s4:c+m", wide_kernel<4, true, true, false>, true, kWideRows, kWideSmem(4), "w48:c+m with 4 stages"},
 };
-
-bool ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "vattn_ceiling_probe: %s: %s\n", what, cudaGetErrorString(e));
-  return false;
-}
-
-// splitmix64: the pool slot of key k of request r (scattered like a paged KV cache).
-int32_t slot_of(uint64_t r, uint64_t k, int32_t pool_rows) {
-  uint64_t z = 0x9e3779b97f4a7c15ull * (r * 1000003ull + k + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return static_cast<int32_t>((z ^ (z >> 31)) % static_cast<uint64_t>(pool_rows));
-}
-
-const char* kUsage =
-    "usage: vattn_ceiling_probe [--keys N] [--row-groups G] [--reps R] [--only VARIANT]\n"
-    "\n"
-    "Runs split-v1's tile loop (32 query rows x 32-key tiles, 8 warps, two cp.async stages)\n"
-    "on synthetic data with parts of it switched off, one block per SM, and prints each\n"
-    "variant's time per 32 keys and the share of the mma.sync peak (measured in the same\n"
-    "run) that its item's mma reach (flops of the rows it holds, 2 x 1088 per row and key):\n"
-    "  copy       the KV stream alone (scattered 1152 B rows, cp.async, two stages)\n"
-    "  math       S = Q K^T and O += P V with their ldmatrix traffic, tile resident\n"
-    "  copy+math  both, with the two barriers per tile the decomposition needs\n"
-    "  full       plus the S exchange, online softmax and rescale (as split-v1)\n"
-    "  copy-xN    the KV stream alone, N stages, N-1 tiles in flight (N x 37 KB of\n"
-    "             shared memory: N > 2 is more than sm_120 allows); where more stages\n"
-    "             stop helping, the stream is bandwidth-bound: no schedule of a\n"
-    "             32-row item gets past that line\n"
-    "  w48*       a first, untuned probe of a 48-row item (16-key tiles; w48: three\n"
-    "             stages, w48s2 / w48s4: two / four)\n"
-    "full calibrates the probe against `vattn bench` (split-v1: 25-28% of the\n"
-    "roofline at large P). kernels/PERF.md has the H200 numbers and what they mean.\n"
-    "\n"
-    "  --keys N        keys per block, a multiple of 32 (default 16384)\n"
-    "  --row-groups G  blocks that read the same keys, like a request's 32-row tiles\n"
-    "                  (default 4: T=16 x H=8 rows)\n"
-    "  --reps R        timed launches per variant, median reported (default 5)\n"
-    "  --only VARIANT  run one variant (e.g. under ncu)\n"
-    "Exit status: 0 measured, 2 usage error, 1 CUDA error or no GPU.\n";
-
-bool parse_int(const char* s, long lo, long hi, long& out) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) return false;
-  out = v;
-  return true;
-}
-
-int run(int argc, char** argv) {
-  long keys = 16384, row_groups = 4, reps = 5;
-  std::string only;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (arg == "--only") {
-      bool known = false;
-      for (const Variant& v : kVariants) known = known || (i + 1 < argc && v.name == std::string(argv[i + 1]));
-      if (!known) {
-        std::fprintf(stderr, "vattn_ceiling_probe: --only needs a variant name (see --help)%s%s%s\n",
-                     i + 1 < argc ? "; got '" : "", i + 1 < argc ? argv[i + 1] : "", i + 1 < argc ? "'" : "");
-        return 2;
-      }
-      only = argv[++i];
-      continue;
-    }
-    long* target = arg == "--keys" ? &keys : arg == "--row-groups" ? &row_groups : arg == "--reps" ? &reps : nullptr;
-    const long hi = arg == "--keys" ? kMaxPrefix : arg == "--row-groups" ? 64 : 1000;
-    if (target == nullptr) {
-      std::fprintf(stderr, "vattn_ceiling_probe: unknown option '%s'\n\n%s", argv[i], kUsage);
-      return 2;
-    }
-    if (i + 1 >= argc || !parse_int(argv[i + 1], 1, hi, *target)) {
-      std::fprintf(stderr, "vattn_ceiling_probe: %s needs an integer in 1..%ld%s%s%s\n", arg.c_str(), hi,
-                   i + 1 < argc ? " (got '" : "", i + 1 < argc ? argv[i + 1] : "", i + 1 < argc ? "')" : "");
-      return 2;
-    }
-    ++i;
-  }
-  if (keys % kKeysPerTile != 0) {  // (the wide item's 16-key tiles divide it too)
-    std::fprintf(stderr, "vattn_ceiling_probe: --keys %ld is not a multiple of %d\n", keys, kKeysPerTile);
-    return 2;
-  }
-  int dev = 0, sms = 0;
-  if (!ok(cudaGetDevice(&dev), "no usable GPU") ||
-      !ok(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "device query"))
-    return 1;
-  cudaDeviceProp prop{};
-  if (!ok(cudaGetDeviceProperties(&prop, dev), "device query")) return 1;
-
-  const int blocks = sms;
-  const int requests = static_cast<int>((blocks + row_groups - 1) / row_groups);
-  const int32_t pool_rows = 262144;  // 302 MB: the stream comes from HBM, each row once per request
-  std::vector<int32_t> slots(static_cast<size_t>(requests) * keys);
-  for (int r = 0; r < requests; ++r)
-    for (long k = 0; k < keys; ++k) slots[static_cast<size_t>(r) * keys + k] = slot_of(r, k, pool_rows);
-
-  uint16_t *pool = nullptr, *q = nullptr;
-  int32_t* d_slots = nullptr;
-  float* sink = nullptr;
-  const size_t pool_elems = static_cast<size_t>(pool_rows) * kDqk;
-  bool good = ok(cudaMalloc(&pool, pool_elems * 2), "cudaMalloc pool") &&
-              ok(cudaMalloc(&q, kRowsPerTile * kDqk * 2), "cudaMalloc q") &&
-              ok(cudaMalloc(&d_slots, slots.size() * sizeof(int32_t)), "cudaMalloc slots") &&
-              ok(cudaMalloc(&sink, sizeof(float) * blocks * kThreads), "cudaMalloc sink") &&
-              ok(fill_bf16_random(pool, pool_elems, 1, 1.f, nullptr), "fill pool") &&
-              ok(fill_bf16_random(q, kRowsPerTile * kDqk, 2, 1.f, nullptr), "fill q") &&
-              ok(cudaMemcpy(d_slots, slots.data(), slots.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
-                 "copy slots") &&
-              ok(cudaDeviceSynchronize(), "fill");
-  const double peak = good ? measure_mma_tflops(sms) : 0;
-  cudaEvent_t e0 = nullptr, e1 = nullptr;
-  good = good && ok(cudaEventCreate(&e0), "event") && ok(cudaEventCreate(&e1), "event");
-  if (good) {
-    std::printf("device %s (%d SMs); mma.sync bf16 peak measured now: %.0f TFLOP/s\n", prop.name, sms, peak);
-    std::printf("%d blocks (one per SM) x %ld keys, %ld blocks per key range; median of %ld launches\n", blocks, keys,
-                row_groups, reps);
-    std::printf("%-10s %5s %10s %14s %12s\n", "variant", "rows", "us", "ns/32 keys", "% mma peak");
-  }
-  for (const Variant& v : kVariants) {
-    if (!good) break;
-    if (!only.empty() && only != v.name) continue;
-    const size_t smem = v.smem;
-    if (smem > static_cast<size_t>(prop.sharedMemPerBlockOptin)) {
-      std::printf("%-10s needs %zu B of shared memory per block; this GPU allows %zu: not run\n", v.name, smem,
-                  static_cast<size_t>(prop.sharedMemPerBlockOptin));
-      continue;
-    }
-    good = ok(cudaFuncSetAttribute(reinterpret_cast<const void*>(v.kernel),
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-              "cudaFuncSetAttribute");
-    std::vector<float> ms;
-    for (long rep = 0; good && rep <= reps; ++rep) {  // launch 0 warms up
-      good = ok(cudaEventRecord(e0), "event");
-      v.kernel<<<blocks, kThreads, smem>>>(pool, d_slots, q, static_cast<int>(keys), static_cast<int>(row_groups),
-                                                  sink);
-      good = good && ok(cudaGetLastError(), v.name) && ok(cudaEventRecord(e1), "event") &&
-             ok(cudaEventSynchronize(e1), v.name);
-      float t = 0;
-      good = good && ok(cudaEventElapsedTime(&t, e0, e1), "event");
-      if (good && rep > 0) ms.push_back(t);
-    }
-    if (!good) break;
-    std::sort(ms.begin(), ms.end());
-    const double med = ms[ms.size() / 2];
-    // The useful flops of the rows the variant's item holds (every mma it runs is useful).
-    const double flops = static_cast<double>(blocks) * keys * v.rows * 2.0 * (kDqk + kDv);
-    const double tflops = flops / (med * 1e-3) / 1e12;
-    std::printf("%-10s %5d %10.1f %14.1f %11.1f%%%s%s\n", v.name, v.rows, med * 1e3, med * 1e6 / (keys / 32.0),
-                100.0 * tflops / peak, v.math ? "" : "  (if the math were free)",
-                smem <= 101376 ? "" : "  (over sm_120's 101376 B of shared memory)");
-    std::fflush(stdout);
-  }
-  if (e0) cudaEventDestroy(e0);
-  if (e1) cudaEventDestroy(e1);
-  cudaFree(pool);
-  cudaFree(q);
-  cudaFree(d_slots);
-  cudaFree(sink);
-  return good ? 0 : 1;
-}
 
 }  // namespace
 }  // namespace vattn::kern
 
-int main(int argc, char** argv) { return vattn::kern::run(argc, argv); }
+namespace vattn {
+namespace {
+
+using kern::kVariants;
+using kern::Variant;
+
+const char* kIntro =
+    "usage: vattn_ceiling_probe [--keys N] [--row-groups G] [--reps R] [--only VARIANT]\n"
+    "\n"
+    "Runs split-v1's tile loop (32 query rows x 32-key tiles, 8 warps, two cp.async stages;\n"
+    "the per-tile math is the kernel's own, kernels/split_tile.cuh) on synthetic data with\n"
+    "parts of it switched off, one block per SM, and prints each variant's time per 32 keys\n"
+    "and the share of the mma.sync peak (measured in the same run) that its item's mma reach\n"
+    "(flops of the rows it holds, 2 x 1088 per row and key). The copy-xN lines bound every\n"
+    "schedule of a 32-row item: where more stages stop helping, the stream is bandwidth-bound.\n"
+    "The w48 lines are a first, untuned probe of a 48-row item, not kernel code. `full`\n"
+    "calibrates the probe against `vattn bench`. kernels/PERF.md has the H200 numbers.\n"
+    "\n"
+    "variants:\n";
+const char* kOptions =
+    "\n"
+    "options (--opt VALUE or --opt=VALUE):\n"
+    "  --keys N        keys per block, a multiple of 32 in 32..262144 (default 16384)\n"
+    "  --row-groups G  blocks that read the same keys, like a request's 32-row tiles,\n"
+    "                  1..64 (default 4: T=16 x H=8 rows)\n"
+    "  --reps R        timed launches per variant after one warm-up, median reported,\n"
+    "                  1..1000 (default 5)\n"
+    "  --only VARIANT  run one variant (e.g. under ncu)\n"
+    "\n"
+    "exit status: 0 every variant asked for was measured; 1 a CUDA error, a variant that\n"
+    "could not run here (shared memory) or blocks that shared an SM; 2 usage error or no\n"
+    "CUDA device.\n";
+
+void print_usage(FILE* to) {
+  std::fputs(kIntro, to);
+  for (const Variant& v : kVariants) std::fprintf(to, "  %-11s %s\n", v.name, v.what);
+  std::fputs(kOptions, to);
+}
+
+std::string variant_names() {
+  std::string all;
+  for (const Variant& v : kVariants) all += (all.empty() ? "" : ", ") + std::string(v.name);
+  return all;
+}
+
+bool parse_long(const std::string& s, long lo, long hi, long& out) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (errno != 0 || end == s.c_str() || *end != '\0' || v < lo || v > hi) return false;
+  out = v;
+  return true;
+}
+
+struct Options {
+  long keys = 16384, row_groups = 4, reps = 5;
+  std::string only;
+};
+
+// 0: parsed; 1: --help printed; 2: usage error (printed).
+int parse_options(int argc, char** argv, Options& opt) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    bool has_value = false;
+    const size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    if (arg == "--help" || arg == "-h") {
+      print_usage(stdout);
+      return 1;
+    }
+    struct Numeric {
+      const char* name;
+      long* target;
+      long lo, hi;
+    };
+    const Numeric numeric[] = {{"--keys", &opt.keys, kern::kKeysPerTile, kern::kMaxPrefix},
+                               {"--row-groups", &opt.row_groups, 1, 64},
+                               {"--reps", &opt.reps, 1, 1000}};
+    const Numeric* num = nullptr;
+    for (const Numeric& n : numeric)
+      if (arg == n.name) num = &n;
+    if (num == nullptr && arg != "--only") {
+      std::fprintf(stderr, "vattn_ceiling_probe: unknown option '%s' (--help lists them)\n", argv[i]);
+      return 2;
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "vattn_ceiling_probe: %s needs a value (--help)\n", arg.c_str());
+        return 2;
+      }
+      value = argv[++i];
+    }
+    if (num == nullptr) {  // --only
+      bool known = false;
+      for (const Variant& v : kVariants) known = known || value == v.name;
+      if (!known) {
+        std::fprintf(stderr, "vattn_ceiling_probe: --only: unknown variant '%s' (variants: %s)\n", value.c_str(),
+                     variant_names().c_str());
+        return 2;
+      }
+      opt.only = value;
+    } else if (!parse_long(value, num->lo, num->hi, *num->target) ||
+               (num->target == &opt.keys && opt.keys % kern::kKeysPerTile != 0)) {
+      std::fprintf(stderr, "vattn_ceiling_probe: %s needs %s in %ld..%ld (got '%s')\n", num->name,
+                   num->target == &opt.keys ? "a multiple of 32" : "an integer", num->lo, num->hi, value.c_str());
+      return 2;
+    }
+  }
+  return 0;
+}
+
+int run(const Options& opt) {
+  using namespace kern;
+  cudaDeviceProp prop{};
+  VATTN_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const int sms = prop.multiProcessorCount;
+  const int blocks = sms;  // one per SM: the launch asks for more than half an SM's shared memory
+  const int requests = static_cast<int>((blocks + opt.row_groups - 1) / opt.row_groups);
+  const int32_t pool_rows = 262144;  // 302 MB: past the L2, so each request's first pass comes from HBM
+
+  // Each request's keys: a random permutation of the pool's rows (as `vattn bench` scatters
+  // its slots), no row twice within a request.
+  std::mt19937_64 rng(1);
+  std::vector<int32_t> perm(static_cast<size_t>(pool_rows)), slots;
+  slots.reserve(static_cast<size_t>(requests) * opt.keys);
+  for (int r = 0; r < requests; ++r) {
+    for (int32_t i = 0; i < pool_rows; ++i) perm[static_cast<size_t>(i)] = i;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    slots.insert(slots.end(), perm.begin(), perm.begin() + opt.keys);
+  }
+  const size_t pool_elems = static_cast<size_t>(pool_rows) * kDqk;
+  DeviceBuffer pool("kv_pool", pool_elems * 2), q("q", static_cast<size_t>(kQRows) * kDqk * 2);
+  DeviceBuffer d_slots = upload_vector("slots", slots);
+  // Per block: one float per thread (keeps the work alive), then the SM each block ran on.
+  DeviceBuffer sink("sink", sizeof(float) * blocks * kThreads + sizeof(unsigned) * blocks);
+  VATTN_CUDA(fill_bf16_random(pool.as<uint16_t>(), pool_elems, 1, 1.f, nullptr));
+  VATTN_CUDA(fill_bf16_random(q.as<uint16_t>(), static_cast<size_t>(kQRows) * kDqk, 2, 1.f, nullptr));
+  VATTN_CUDA(cudaDeviceSynchronize());
+  const double peak = measure_mma_tflops(sms);
+
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  VATTN_CUDA(cudaEventCreate(&e0));
+  VATTN_CUDA(cudaEventCreate(&e1));
+  std::printf("device %s (%d SMs); mma.sync bf16 peak measured now: %.0f TFLOP/s\n", prop.name, sms, peak);
+  std::printf("%d blocks (one per SM) x %ld keys, %ld blocks per key range; median of %ld launches\n", blocks,
+              opt.keys, opt.row_groups, opt.reps);
+  std::printf("%-10s %5s %10s %14s %12s\n", "variant", "rows", "us", "ns/32 keys", "% mma peak");
+  int failed = 0;
+  const size_t half_sm = prop.sharedMemPerMultiprocessor / 2 + 1;
+  for (const Variant& v : kVariants) {
+    if (!opt.only.empty() && opt.only != v.name) continue;
+    const size_t optin = prop.sharedMemPerBlockOptin;
+    if (v.smem > optin) {
+      std::printf("%-10s needs %zu B of shared memory per block; this GPU allows %zu: not run\n", v.name, v.smem, optin);
+      ++failed;
+      continue;
+    }
+    const size_t launch_smem = std::min(std::max(v.smem, half_sm), optin);
+    VATTN_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(v.kernel),
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(launch_smem)));
+    std::vector<float> ms;
+    for (long rep = 0; rep <= opt.reps; ++rep) {  // launch 0 warms up
+      VATTN_CUDA(cudaEventRecord(e0));
+      v.kernel<<<blocks, kThreads, launch_smem>>>(pool.as<uint16_t>(), d_slots.as<int32_t>(), q.as<uint16_t>(),
+                                                  static_cast<int>(opt.keys), static_cast<int>(opt.row_groups),
+                                                  sink.as<float>());
+      VATTN_CUDA(cudaGetLastError());
+      VATTN_CUDA(cudaEventRecord(e1));
+      VATTN_CUDA(cudaEventSynchronize(e1));
+      float t = 0;
+      VATTN_CUDA(cudaEventElapsedTime(&t, e0, e1));
+      if (rep > 0) ms.push_back(t);
+    }
+    std::vector<unsigned> sm_of(static_cast<size_t>(blocks));
+    VATTN_CUDA(cudaMemcpy(sm_of.data(), sink.as<unsigned char>() + sizeof(float) * blocks * kThreads,
+                          sizeof(unsigned) * blocks, cudaMemcpyDeviceToHost));
+    std::sort(sm_of.begin(), sm_of.end());
+    const bool one_per_sm = std::adjacent_find(sm_of.begin(), sm_of.end()) == sm_of.end();
+    std::sort(ms.begin(), ms.end());
+    const double med = ms[ms.size() / 2];
+    // The useful flops of the rows the variant's item holds (every mma it runs is useful).
+    const double flops = static_cast<double>(blocks) * opt.keys * v.rows * 2.0 * (kDqk + kDv);
+    const double tflops = flops / (med * 1e-3) / 1e12;
+    std::printf("%-10s %5d %10.1f %14.1f %11.1f%%%s%s%s\n", v.name, v.rows, med * 1e3, med * 1e6 / (opt.keys / 32.0),
+                100.0 * tflops / peak, v.math ? "" : "  (if the math were free)",
+                v.smem <= 101376 ? "" : "  (over sm_120's 101376 B of shared memory)",
+                one_per_sm ? "" : "  NOT VALID: two blocks shared an SM");
+    failed += one_per_sm ? 0 : 1;
+    std::fflush(stdout);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  for (const DeviceBuffer* b : {&pool, &q, &d_slots, &sink}) {
+    const std::string damage = b->check_guards();
+    if (!damage.empty()) {
+      std::fprintf(stderr, "vattn_ceiling_probe: a kernel wrote outside '%s': %s\n", b->name().c_str(), damage.c_str());
+      ++failed;
+    }
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace vattn
+
+int main(int argc, char** argv) {
+  vattn::Options opt;
+  const int parsed = vattn::parse_options(argc, argv, opt);
+  if (parsed != 0) return parsed == 1 ? 0 : 2;
+  if (vattn::cuda_device_count() == 0) {
+    std::fprintf(stderr, "vattn_ceiling_probe: no CUDA device visible: nothing to measure\n");
+    return 2;
+  }
+  try {
+    return vattn::run(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vattn_ceiling_probe: %s\n", e.what());
+    return 1;
+  }
+}
