@@ -393,8 +393,8 @@ const char* kOptions =
     "  --only VARIANT  run one variant (e.g. under ncu)\n"
     "\n"
     "exit status: 0 every variant asked for was measured; 1 a CUDA error, a variant that\n"
-    "could not run here (shared memory) or blocks that shared an SM; 2 usage error or no\n"
-    "CUDA device.\n";
+    "could not run here (shared memory), blocks that shared an SM (the row says NOT VALID)\n"
+    "or a write past a buffer; 2 usage error or no CUDA device.\n";
 
 void print_usage(FILE* to) {
   std::fputs(kIntro, to);
@@ -470,8 +470,10 @@ int parse_options(int argc, char** argv, Options& opt) {
       opt.only = value;
     } else if (!parse_long(value, num->lo, num->hi, *num->target) ||
                (num->target == &opt.keys && opt.keys % kern::kKeysPerTile != 0)) {
-      std::fprintf(stderr, "vattn_ceiling_probe: %s needs %s in %ld..%ld (got '%s')\n", num->name,
-                   num->target == &opt.keys ? "a multiple of 32" : "an integer", num->lo, num->hi, value.c_str());
+      const std::string kind =
+          num->target == &opt.keys ? "a multiple of " + std::to_string(kern::kKeysPerTile) : "an integer";
+      std::fprintf(stderr, "vattn_ceiling_probe: %s needs %s in %ld..%ld (got '%s')\n", num->name, kind.c_str(),
+                   num->lo, num->hi, value.c_str());
       return 2;
     }
   }
@@ -485,10 +487,11 @@ int run(const Options& opt) {
   const int sms = prop.multiProcessorCount;
   const int blocks = sms;  // one per SM: the launch asks for more than half an SM's shared memory
   const int requests = static_cast<int>((blocks + opt.row_groups - 1) / opt.row_groups);
-  const int32_t pool_rows = 262144;  // 302 MB: past the L2, so each request's first pass comes from HBM
-
-  // Each request's keys: a random permutation of the pool's rows (as `vattn bench` scatters
-  // its slots), no row twice within a request.
+  // 302 MB: past the L2, so each request's first pass comes from HBM. Each request's keys are
+  // a random sample of the pool's rows, none twice within a request (requests overlap; their
+  // scattered slots are what matters here, not which rows).
+  constexpr int32_t pool_rows = 262144;
+  static_assert(kMaxPrefix <= pool_rows, "--keys may ask for up to kMaxPrefix distinct rows");
   std::mt19937_64 rng(1);
   std::vector<int32_t> perm(static_cast<size_t>(pool_rows)), slots;
   slots.reserve(static_cast<size_t>(requests) * opt.keys);
@@ -518,7 +521,9 @@ int run(const Options& opt) {
   const size_t half_sm = prop.sharedMemPerMultiprocessor / 2 + 1;
   for (const Variant& v : kVariants) {
     if (!opt.only.empty() && opt.only != v.name) continue;
-    const size_t optin = prop.sharedMemPerBlockOptin;
+    cudaFuncAttributes attr{};
+    VATTN_CUDA(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(v.kernel)));
+    const size_t optin = prop.sharedMemPerBlockOptin - attr.sharedSizeBytes;  // dynamic bytes a launch may ask for
     if (v.smem > optin) {
       std::printf("%-10s needs %zu B of shared memory per block; this GPU allows %zu: not run\n", v.name, v.smem, optin);
       ++failed;
@@ -562,7 +567,7 @@ int run(const Options& opt) {
   for (const DeviceBuffer* b : {&pool, &q, &d_slots, &sink}) {
     const std::string damage = b->check_guards();
     if (!damage.empty()) {
-      std::fprintf(stderr, "vattn_ceiling_probe: a kernel wrote outside '%s': %s\n", b->name().c_str(), damage.c_str());
+      std::fprintf(stderr, "vattn_ceiling_probe: a kernel wrote outside its buffer: %s\n", damage.c_str());
       ++failed;
     }
   }
