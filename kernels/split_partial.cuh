@@ -154,10 +154,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
       const bool read = src != nullptr;
       // Unread rows (zero fill) still name a mapped address: the start of the pool.
       const uint16_t* from = (read ? src : a.kv_pool) + ch0 * 8;
-      uint16_t* to = dst + row * kSmemStride + ch0 * 8;
-#pragma unroll
-      for (int i = 0; i < kChunksPerRow / 8; ++i)
-        if (i >= i0 && i < i1) cp_async_16(to + 64 * i, read ? from + 64 * i : from, read);
+      copy_row_chunks(dst + row * kSmemStride + ch0 * 8, from, read, i0, i1);
     };
     static_assert(kThreads == 8 * kKeysPerTile && kChunksPerRow == 72, "issue_part: 8 threads x 9 chunks per KV row");
     // Both stages are free: tiles 0 and 1 load together (one commit group each). Then, during

@@ -78,10 +78,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     return pool + static_cast<int64_t>(__ldg(req_slots + tile * kKeysPerTile + copy_row)) * kDqk + copy_ch * 8;
   };
   auto issue = [&](int tile, const uint16_t* src, int i0, int i1) {
-    uint16_t* to = s_kv + (tile % kStages) * kKeysPerTile * kSmemStride + copy_row * kSmemStride + copy_ch * 8;
-#pragma unroll
-    for (int i = 0; i < kChunksPerRow / 8; ++i)
-      if (i >= i0 && i < i1) cp_async_16(to + 64 * i, src + 64 * i, true);
+    copy_row_chunks(s_kv + (tile % kStages) * kKeysPerTile * kSmemStride + copy_row * kSmemStride + copy_ch * 8, src,
+                    true, i0, i1);
   };
   constexpr int kChunks = kChunksPerRow / 8;  // per thread and tile
   if constexpr (kCopy) {
@@ -162,8 +160,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint16_t* src =
           pool + static_cast<int64_t>(__ldg(req_slots + tile * kKeysPerTile + copy_row)) * kDqk + copy_ch * 8;
       uint16_t* to = s_kv + (tile % kDepth) * kKeysPerTile * kSmemStride + copy_row * kSmemStride + copy_ch * 8;
-#pragma unroll
-      for (int i = 0; i < kChunksPerRow / 8; ++i) cp_async_16(to + 64 * i, src + 64 * i, true);
+      copy_row_chunks(to, src, true, 0, kChunksPerRow / 8);
     }
     cp_async_commit();
   };
