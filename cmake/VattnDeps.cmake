@@ -27,9 +27,12 @@ endif()
 set(THREADS_PREFER_PTHREAD_FLAG ON)
 find_package(Threads REQUIRED)
 
+# RapidCheck draws the fuzzer's cases (vattn fuzz) as well as the properties' (tests).
+find_package(rapidcheck REQUIRED)
+# nlohmann-json: the fuzzer's worker protocol, journal, findings and summary.
+find_package(nlohmann_json 3 REQUIRED)
 if(VATTN_BUILD_TESTS)
   find_package(Catch2 2 REQUIRED)
-  find_package(rapidcheck REQUIRED)
 endif()
 
 # Links a test or tool executable for the bare GPU machine when VATTN_PORTABLE is on.

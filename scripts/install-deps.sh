@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what vattn needs on a fresh Debian machine (as root): compilers and CMake,
-# Catch2 v2, RapidCheck, Eigen, HDF5 (C/C++), and h5py+numpy for the independent Python
+# Catch2 v2, RapidCheck, Eigen, HDF5 (C/C++), nlohmann-json, and h5py+numpy for the independent Python
 # checks. The CUDA toolkit (nvcc) is expected at /usr/local/cuda. Quick when all is there.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ catch2 librapidcheck-dev libeigen3-dev libhdf5-dev python3)
+pkgs=(cmake ninja-build g++ catch2 librapidcheck-dev libeigen3-dev libhdf5-dev nlohmann-json3-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -12,6 +12,11 @@ namespace vattn::gen {
 constexpr const char* kTreeKinds = "chain|random|star|ddtree|deep|wide|padded";
 constexpr const char* kProfiles = "uniform|k26|adversarial|huge|ties|tiny";
 constexpr const char* kLayouts = "contiguous|scattered|reversed|sparse";
+// Device-side input faults the fuzzer injects (Recipe::fault): one kv index set to n_slots, to
+// -1 or to INT32_MAX; or the last request given one draft more than the plan's limits allow.
+constexpr const char* kFaults = "none|index-nslots|index-neg|index-max|drafts-over";
+// Largest slot_base a recipe may carry: slots stay int32 (kv_indices) with room for the pool.
+constexpr int64_t kMaxSlotBase = int64_t{1} << 30;
 
 // Largest B and H a recipe (or vattn gen) may ask for.
 constexpr int kMaxBatch = 65536;
@@ -61,5 +66,6 @@ inline bool in_list(const std::string& name, const char* list) {
 inline bool is_tree_kind(const std::string& s) { return in_list(s, kTreeKinds); }
 inline bool is_profile(const std::string& s) { return in_list(s, kProfiles); }
 inline bool is_layout(const std::string& s) { return in_list(s, kLayouts); }
+inline bool is_fault(const std::string& s) { return in_list(s, kFaults); }
 
 }  // namespace vattn::gen

@@ -96,6 +96,8 @@ std::string Recipe::to_line() const {
   os << "B=" << prefix.size() << " H=" << heads << " P=" << list_text(prefix) << " T=" << list_text(drafts)
      << " tree=" << tree << " profile=" << profile << " layout=" << layout << " poison=" << (poison ? 1 : 0)
      << " seed=" << seed << " scale=" << shortest_double(sm_scale) << " splits=" << splits;
+  if (slot_base != 0) os << " slot_base=" << slot_base;
+  if (fault != "none") os << " fault=" << fault;
   return os.str();
 }
 
@@ -139,8 +141,13 @@ Recipe Recipe::parse(const std::string& line) {
       r.sm_scale = v;
     } else if (key == "splits") {
       r.splits = static_cast<int>(parse_int(key, value, 0, gen::kMaxSplits));
+    } else if (key == "slot_base") {
+      r.slot_base = parse_int(key, value, 0, gen::kMaxSlotBase);
+    } else if (key == "fault") {
+      if (!gen::is_fault(value)) bad(key, "unknown fault '" + value + "' (" + gen::kFaults + ")");
+      r.fault = value;
     } else {
-      bad(key, "unknown key (known: B H P T tree profile layout poison seed scale splits)");
+      bad(key, "unknown key (known: B H P T tree profile layout poison seed scale splits slot_base fault)");
     }
   }
   if (seen.empty()) bad("recipe", "empty recipe line");

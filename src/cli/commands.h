@@ -17,5 +17,7 @@ int cmd_info(int argc, char** argv);
 int cmd_replay(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_graph_check(int argc, char** argv);
+int cmd_fuzz(int argc, char** argv);
+int cmd_fuzz_worker(int argc, char** argv);  // internal: the worker process `vattn fuzz` starts
 
 }  // namespace vattn::cli

@@ -21,6 +21,8 @@ const Subcommand kSubcommands[] = {
     {"replay", vattn::cli::cmd_replay, "validate a case file, recompute, compare every stored output"},
     {"bench", vattn::cli::cmd_bench, "time a kernel revision against a roofline measured in the same run (GPU)"},
     {"graph-check", vattn::cli::cmd_graph_check, "CUDA-graph safety checks of a kernel revision (GPU)"},
+    {"fuzz", vattn::cli::cmd_fuzz, "overnight fuzz campaign: isolated workers, findings shrunk, resumable"},
+    {"fuzz-worker", vattn::cli::cmd_fuzz_worker, nullptr},  // started by `vattn fuzz`; not listed
 };
 
 void usage(FILE* f) {
@@ -28,7 +30,8 @@ void usage(FILE* f) {
                "vattn %s: correctness suite for the MLA verify-attention kernel\n\n"
                "usage: vattn <command> [options]   (vattn <command> --help for its options)\n\ncommands:\n",
                VATTN_VERSION);
-  for (const auto& s : kSubcommands) std::fprintf(f, "  %-12s %s\n", s.name, s.summary);
+  for (const auto& s : kSubcommands)
+    if (s.summary != nullptr) std::fprintf(f, "  %-12s %s\n", s.name, s.summary);
   std::fprintf(f, "\n  vattn --help (or help, -h) shows this; vattn --version prints the version.\n");
   std::fprintf(f, "\n%s", vattn::cli::kExitCodesHelp);
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <cuda_runtime.h>
+
 #include "bf16.h"
 
 namespace vattn {
@@ -31,7 +33,7 @@ DeviceBuffer upload_nonempty(const std::string& name, const std::vector<T>& v) {
 }
 }  // namespace
 
-DeviceCase::DeviceCase(const Case& c) : c_(&c) {
+DeviceCase::DeviceCase(const Case& c) : c_(&c), n_slots_(c.n_rows()) {
   q = upload_nonempty("q", c.q);
   kv_pool = upload_nonempty("kv_pool", c.kv_pool);
   kv_indices = upload_nonempty("kv_indices", c.kv_indices);
@@ -54,7 +56,7 @@ vattn_args DeviceCase::kernel_args() const {
   vattn_args a{};
   a.q = q.as<const uint16_t>();
   a.kv_pool = kv_pool.as<const uint16_t>();
-  a.n_slots = c_->n_rows();
+  a.n_slots = n_slots_;
   a.kv_indices = kv_indices.as<const int32_t>();
   a.kv_indptr = kv_indptr.as<const int32_t>();
   a.kv_draft = kv_draft.as<const uint16_t>();
@@ -92,6 +94,23 @@ NaiveGpuArgs DeviceCase::oracle_args(float* out_f32, float* lse_f32) const {
   a.d_v = c_->d_v;
   a.sm_scale = static_cast<float>(c_->sm_scale);
   return a;
+}
+
+void DeviceCase::relocate_pool(int64_t base) {
+  const Case& c = *c_;
+  const size_t row_bytes = static_cast<size_t>(c.d_qk) * sizeof(uint16_t);
+  const int64_t total = base + c.n_rows();
+  DeviceBuffer big("kv_pool", static_cast<size_t>(total) * row_bytes);
+  big.poison();
+  if (!c.kv_pool.empty()) {
+    VATTN_CUDA(cudaMemcpy(static_cast<char*>(big.data()) + static_cast<size_t>(base) * row_bytes, c.kv_pool.data(),
+                          c.kv_pool.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
+  }
+  kv_pool = std::move(big);
+  std::vector<int32_t> shifted(c.kv_indices);
+  for (auto& i : shifted) i = static_cast<int32_t>(i + base);
+  if (!shifted.empty()) kv_indices.upload(shifted.data(), shifted.size() * sizeof(int32_t));
+  n_slots_ = total;
 }
 
 void DeviceCase::set_forced_splits(int splits) {

@@ -30,12 +30,18 @@ class DeviceCase {
   // out widened from bf16 to float; lse as is.
   void download(std::vector<float>& out, std::vector<float>& lse) const;
 
+  // Places the pool at slot `base` of a larger pool whose other rows are NaN (0xFF bytes) and
+  // shifts kv_indices by it: the same attention, with slot ids past 2^22 (slot * d_qk past 2^31).
+  void relocate_pool(int64_t base);
+  int64_t n_slots() const { return n_slots_; }
+
   DeviceBuffer q, kv_pool, kv_indices, kv_indptr, kv_draft, qo_indptr;
   DeviceBuffer mask_bits, mask_word_indptr, mask_dense, mask_indptr, forced_splits;
   DeviceBuffer out, lse;
 
  private:
   const Case* c_;
+  int64_t n_slots_ = 0;
 };
 
 }  // namespace vattn

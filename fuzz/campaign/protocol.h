@@ -1,0 +1,61 @@
+// The supervisor <-> worker protocol: one JSON object per line over pipes.
+// supervisor -> worker (the worker's stdin):
+//   {"op":"case","index":N,"recipe":LINE,"repro":PATH}   run one case; PATH: where to write a repro if it fails
+//   {"op":"repro","recipe":LINE,"repro":PATH}            write a repro (inputs + oracle) without running the target
+//   {"op":"quit"}
+// worker -> supervisor (a dedicated pipe, fd kReportFd in the worker; its stdout/stderr go to a log):
+//   {"ev":"ready","target":NAME,"device":TEXT}           once, after the target loaded
+//   {"ev":"fatal","reason":TEXT}                          the target cannot run at all (exit follows)
+//   {"ev":"start","index":N}                              before the code under test runs on case N
+//   {"ev":"hb","busy":N}                                  heartbeat, several times a second
+//   {"ev":"result","index":N,...}                         the verdict of case N (fields: see Verdict)
+//   {"ev":"crash","index":N,"what":TEXT}                  a sticky device error on case N (exit follows)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace vattn::fuzz {
+
+using json = nlohmann::json;
+
+constexpr int kReportFd = 3;  // the worker's report pipe
+
+// Writes one message and its newline, whole (retries short writes and EINTR). False when the
+// reader has gone (EPIPE) or another write error happened.
+bool send_message(int fd, const json& message);
+
+// Splits bytes from a pipe into lines; tolerates partial reads. A line that is not a JSON object
+// becomes {"ev":"garbled","text":...} so a corrupted worker cannot derail the reader.
+class LineReader {
+ public:
+  // Reads what is available now (one read()). Returns false at end of file or on error.
+  bool fill(int fd);
+  // The next complete message, if one is buffered.
+  bool next(json& message);
+
+ private:
+  std::string buffer_;
+};
+
+// One case's verdict, as the worker reports it and the journal stores it.
+struct Verdict {
+  int64_t index = -1;
+  std::string verdict = "pass";  // pass | wrong | device-error | guard | refused | crash | hang | died
+  std::string check;              // which check decided ("vs oracle_fp64", "fp32 partials", ...)
+  std::string detail;             // one line of evidence
+  std::string oracle;             // "oracle_fp64" | "naive_gpu_oracle" | ""
+  std::string repro;              // path of the repro the worker wrote, or ""
+  uint32_t device_error = 0;      // the device error word the run left
+  double target_s = 0, oracle_s = 0, total_s = 0;  // time in the code under test, in the oracle, start to verdict
+  bool failed() const { return verdict != "pass"; }
+  // The finding's identity: one bug hit ten thousand times is one signature.
+  std::string signature() const;
+  json to_json() const;
+  static Verdict from_json(const json& j);
+};
+
+}  // namespace vattn::fuzz

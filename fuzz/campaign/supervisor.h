@@ -1,0 +1,44 @@
+// The campaign supervisor (`vattn fuzz`): never touches CUDA. It owns the case stream, hands
+// indices to one worker process per GPU (or per host slot), watches them (a report before every
+// case, heartbeats, a deadline that scales with the case's work), replaces a worker that dies or
+// hangs and blames the case it was running, journals every verdict, turns failures into
+// de-duplicated findings and has each new one confirmed and shrunk in fresh workers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vattn::fuzz {
+
+struct CampaignOptions {
+  std::string kernel;            // revision name, .so path, or host:NAME
+  std::string out_dir;           // campaign directory (created)
+  std::string resume_dir;        // continue this campaign instead
+  double hours = -1;             // this run's wall-time budget (-1: not set)
+  int64_t cases = -1;            // the campaign's size in cases (-1: not set)
+  uint64_t seed = 0;
+  bool seed_given = false;
+  std::string budget = "large";
+  std::string gpus = "all";      // GPU targets: all | 0,1,...
+  int workers = 1;               // host targets: worker processes
+  int threads = 0;               // pool threads per worker (0: cores / workers - 1)
+  int window = 0;                // cases in flight per worker (0: 2 x threads)
+  double case_timeout = 30;      // deadline floor per case, seconds
+  double heartbeat_timeout = 20; // a worker silent this long is stuck
+  double startup_timeout = 120;  // a worker must be ready within this
+  int max_shrink_runs = 400;
+  double max_shrink_seconds = 900;
+  bool progress = false;         // live progress line (on a terminal)
+  std::string self_exe;          // the vattn binary (workers are `vattn fuzz-worker ...`)
+  std::string argv_line;         // the command as typed, for the journal
+};
+
+// Exit code: 0 nothing found, 1 findings, 2 usage or nothing could run.
+int run_campaign(const CampaignOptions& options);
+
+// `vattn fuzz --recipe LINE`: one case in a fresh worker, with the campaign's deadline and crash
+// handling; prints the verdict. `repro_path` (optional) receives the repro when it fails.
+int run_single_recipe(const CampaignOptions& options, const std::string& recipe, const std::string& repro_path);
+
+}  // namespace vattn::fuzz

@@ -1,0 +1,280 @@
+#include "gpu_target.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include <cuda_runtime.h>
+
+#include "bf16.h"
+#include "cuda_check.h"
+#include "device_case.h"
+#include "kernel_runner.h"
+#include "naive_runner.h"
+#include "revision.h"
+#include "verify.h"
+
+namespace vattn::fuzz {
+
+namespace {
+
+std::string hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%x", v);
+  return buf;
+}
+
+// The fp32-partials property. With every query zero, every score is 0 and every probability
+// exactly 1, so a row's output is the plain mean of the V rows it sees and nothing in a correct
+// kernel rounds below fp32 before the final bf16 store: the output must be the correctly rounded
+// mean almost everywhere, whatever the split count. Partials stored in bf16 add a rounding of
+// each split's mean, which moves about a fifth of the elements by one ulp. The bf16 tolerance
+// model cannot see that (it allows u * sum_k p_k |v_k|); this can. Thresholds: at most 2% of the
+// elements off the correctly rounded value, none by more than 2 ulps.
+constexpr double kMaxMisroundedShare = 0.02;
+constexpr int kMaxUlps = 2;
+
+bool zero_q_applies(const Recipe& r) { return r.profile == "uniform" || r.profile == "k26" || r.profile == "ties"; }
+
+// Distance in bf16 ulps between two finite bf16 values (same-sign lattice; across zero, summed).
+int64_t ulp_distance(float a, float b) {
+  auto key = [](float f) {
+    const int32_t bits = static_cast<int32_t>(float_to_bf16(f));
+    return bits & 0x8000 ? -(bits & 0x7fff) : bits;
+  };
+  return std::llabs(static_cast<long long>(key(a)) - key(b));
+}
+
+std::string partials_problem(const std::vector<float>& out, const std::vector<float>& ref, int splits_used) {
+  int64_t checked = 0, misrounded = 0, worst = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < out.size() && i < ref.size(); ++i) {
+    if (!std::isfinite(ref[i]) || ref[i] == 0.0f || std::fabs(ref[i]) < 1e-30f) continue;
+    ++checked;
+    if (!std::isfinite(out[i])) {
+      worst = 1 << 30;
+      worst_at = i;
+      ++misrounded;
+      continue;
+    }
+    const int64_t d = ulp_distance(out[i], round_to_bf16(ref[i]));
+    if (d > 0) ++misrounded;
+    if (d > worst) {
+      worst = d;
+      worst_at = i;
+    }
+  }
+  if (checked == 0) return "";
+  const double share = static_cast<double>(misrounded) / static_cast<double>(checked);
+  if (share <= kMaxMisroundedShare && worst <= kMaxUlps) return "";
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "zero-query run with %d splits: %.2f%% of %lld elements not the correctly rounded mean (limit %.0f%%), "
+                "worst %lld ulp at flat index %zu (%g vs %g)",
+                splits_used, 100 * share, static_cast<long long>(checked), 100 * kMaxMisroundedShare,
+                static_cast<long long>(worst), worst_at, out[worst_at], ref[worst_at]);
+  return buf;
+}
+
+struct FaultPlan {
+  uint32_t expect = 0;   // error bits of which at least one must be set
+  int request = -1;      // whose rows must come out NaN (-1: none checked)
+};
+
+class GpuTarget : public Target {
+ public:
+  GpuTarget(Revision rev, GenBudget envelope) : rev_(std::move(rev)), envelope_(std::move(envelope)) {
+    cudaDeviceProp prop{};
+    VATTN_CUDA(cudaGetDeviceProperties(&prop, 0));
+    device_ = prop.name;
+  }
+  std::string name() const override { return rev_.name(); }
+  std::string device() const override { return device_; }
+  bool device_variants() const override { return true; }
+
+  Check run(const Case& c, const Recipe& r) override {
+    try {
+      return run_on_device(c, r);
+    } catch (const CudaError& e) {
+      // After an illegal address (or any launch failure) the context is dead: report and go.
+      throw DeviceLost(std::string("CUDA error: ") + e.what());
+    }
+  }
+
+  void write_repro(const Case& c, const std::string& path, const std::string& note) override {
+    if (recipe_work(Recipe::parse(c.recipe)) <= kCpuOracleMaxWork) {
+      const Reference ref = oracle_fp64(c);
+      write_repro_file(c, path, name(), &ref, "oracle_fp64", nullptr, nullptr, note);
+      return;
+    }
+    DeviceCase dc(c);
+    const Reference ref = naive_gpu_reference(dc);
+    write_repro_file(c, path, name(), &ref, "naive_gpu_oracle", nullptr, nullptr, note);
+  }
+
+ private:
+  KernelRunner& runner_for(int heads) {
+    auto it = runners_.find(heads);
+    if (it != runners_.end()) return it->second;
+    // Planned once per head count at the stream's limits, then reused: what a server does.
+    vattn_limits l{};
+    l.max_requests = envelope_.max_batch;
+    l.max_total_drafts = envelope_.max_total_drafts;
+    l.max_drafts_per_request = envelope_.max_drafts;
+    l.num_heads = heads;
+    l.max_splits = std::max(1, envelope_.max_splits);
+    return runners_.emplace(heads, KernelRunner(rev_, l)).first->second;
+  }
+
+  FaultPlan inject(DeviceCase& dc, const Case& c, const Recipe& r, const vattn_limits& limits) {
+    FaultPlan f;
+    const int B = c.num_requests();
+    if (r.fault == "drafts-over") {
+      // The last request claims one draft more than the plan allows; n_q (host-known) is unchanged.
+      const int32_t over = c.qo_indptr[static_cast<size_t>(B) - 1] + limits.max_drafts_per_request + 1;
+      VATTN_CUDA(cudaMemcpy(dc.qo_indptr.as<int32_t>() + B, &over, sizeof over, cudaMemcpyHostToDevice));
+      f.expect = VATTN_DEVERR_LIMITS | VATTN_DEVERR_INDPTR;
+      return f;
+    }
+    std::vector<int> with_prefix;
+    for (int b = 0; b < B; ++b)
+      if (c.prefix_len(b) > 0) with_prefix.push_back(b);
+    if (with_prefix.empty()) return f;  // nothing to break: the stream draws index faults only with a prefix
+    f.request = with_prefix[r.seed % with_prefix.size()];
+    const int64_t pos = c.kv_indptr[static_cast<size_t>(f.request)] +
+                        static_cast<int64_t>((r.seed >> 16) % static_cast<uint64_t>(c.prefix_len(f.request)));
+    int64_t bad = dc.n_slots();
+    if (r.fault == "index-neg") bad = -1;
+    if (r.fault == "index-max") bad = INT32_MAX;
+    const int32_t v = static_cast<int32_t>(std::min<int64_t>(bad, INT32_MAX));
+    VATTN_CUDA(cudaMemcpy(dc.kv_indices.as<int32_t>() + pos, &v, sizeof v, cudaMemcpyHostToDevice));
+    f.expect = VATTN_DEVERR_KV_INDEX;
+    return f;
+  }
+
+  Check run_on_device(const Case& c, const Recipe& r) {
+    KernelRunner& runner = runner_for(c.num_heads);
+    auto dc = std::make_shared<DeviceCase>(c);
+    if (r.slot_base > 0) dc->relocate_pool(r.slot_base);
+    const bool faulted = r.fault != "none";
+    const bool gpu_oracle = faulted || r.slot_base > 0 || recipe_work(r) > kCpuOracleMaxWork;
+    auto naive = std::make_shared<Reference>();
+    if (gpu_oracle) *naive = naive_gpu_reference(*dc);
+    const FaultPlan fault = faulted ? inject(*dc, c, r, runner.limits()) : FaultPlan{};
+    auto res = std::make_shared<RunResult>(runner.run(*dc, r.splits));
+    // The fp32-partials property on the same case with every query zero (see partials_problem).
+    auto zero_out = std::make_shared<std::vector<float>>();
+    auto zero_ref = std::make_shared<std::vector<float>>();
+    int zero_splits = 0;
+    if (!faulted && res->ok() && res->splits_used >= 2 && zero_q_applies(r)) {
+      VATTN_CUDA(cudaMemset(dc->q.data(), 0, dc->q.bytes()));
+      const RunResult z = runner.run(*dc, r.splits);
+      if (z.ok()) {
+        std::vector<float> zl;
+        run_naive_gpu_oracle(*dc, *zero_ref, zl);
+        *zero_out = z.out;
+        zero_splits = static_cast<int>(z.splits_used);
+      }
+    }
+    const std::string target = name();
+    return [&c, r, res, naive, gpu_oracle, fault, zero_out, zero_ref, zero_splits, target](const std::string& repro) {
+      Verdict v;
+      Reference ref64, bf16;
+      const Reference* ref = naive.get();
+      const Reference* yardstick = nullptr;
+      auto references = [&] {
+        if (gpu_oracle) return;
+        ref64 = oracle_fp64(c);
+        bf16 = reference_bf16_emulated(c);
+        ref = &ref64;
+        yardstick = &bf16;
+      };
+      const std::string oracle = gpu_oracle ? "naive_gpu_oracle" : "oracle_fp64";
+      v.oracle = oracle;
+      v.device_error = res->device_error;
+      if (res->status != VATTN_OK) {
+        v.verdict = "refused";
+        v.check = "run() status";
+        v.detail = std::string("run() returned status ") + std::to_string(res->status) + " on valid input";
+      } else if (!res->guard_violations.empty()) {
+        v.verdict = "guard";
+        v.check = "guard bands";
+        v.detail = res->guard_violations.front();
+      } else if (r.fault != "none") {
+        if ((res->device_error & fault.expect) == 0) {
+          v.verdict = "wrong";
+          v.check = "fault " + r.fault + ": error word";
+          v.detail = "device error word " + hex(res->device_error) + " lacks the expected bits " + hex(fault.expect);
+        } else if (fault.request >= 0) {
+          // The broken request's rows must be NaN; every other row must still be right.
+          const int64_t H = c.num_heads, dv = c.d_v;
+          const int64_t q0 = c.qo_indptr[static_cast<size_t>(fault.request)],
+                        q1 = c.qo_indptr[static_cast<size_t>(fault.request) + 1];
+          std::vector<float> out = res->out, lse = res->lse;
+          for (int64_t row = q0 * H; row < q1 * H && v.verdict == "pass"; ++row) {
+            if (!std::isnan(lse[static_cast<size_t>(row)])) {
+              v.verdict = "wrong";
+              v.check = "fault " + r.fault + ": rows not NaN";
+              v.detail = "request " + std::to_string(fault.request) + " row " + std::to_string(row / H - q0) + " head " +
+                         std::to_string(row % H) + ": lse " + std::to_string(lse[static_cast<size_t>(row)]) +
+                         " after a broken kv index (expected NaN)";
+            }
+            for (int64_t d = 0; d < dv && v.verdict == "pass"; ++d) {
+              if (!std::isnan(out[static_cast<size_t>(row * dv + d)])) {
+                v.verdict = "wrong";
+                v.check = "fault " + r.fault + ": rows not NaN";
+                v.detail = "request " + std::to_string(fault.request) + " row " + std::to_string(row / H - q0) +
+                           " column " + std::to_string(d) + " is finite after a broken kv index (expected NaN)";
+              }
+            }
+            // Stand in the reference's values so the comparison below judges the other rows only.
+            lse[static_cast<size_t>(row)] = static_cast<float>(ref->lse[static_cast<size_t>(row)]);
+            for (int64_t d = 0; d < dv; ++d)
+              out[static_cast<size_t>(row * dv + d)] = static_cast<float>(ref->out[static_cast<size_t>(row * dv + d)]);
+          }
+          if (v.verdict == "pass") {
+            v = compare_verdict(c, *ref, nullptr, out, lse, oracle, target);
+            if (v.failed()) v.check = "fault " + r.fault + ": other rows vs " + oracle;
+          }
+        }
+      } else if (res->device_error != 0) {
+        v.verdict = "device-error";
+        v.check = "device error word";
+        v.detail = "device error word " + hex(res->device_error) + " on valid input";
+      } else {
+        references();
+        v = compare_verdict(c, *ref, yardstick, res->out, res->lse, oracle, target);
+        v.device_error = res->device_error;
+        if (!v.failed() && !zero_out->empty()) {
+          const std::string bad = partials_problem(*zero_out, *zero_ref, zero_splits);
+          if (!bad.empty()) {
+            v.verdict = "wrong";
+            v.check = "fp32 partials";
+            v.detail = bad;
+          }
+        }
+      }
+      if (v.failed() && !repro.empty()) {
+        if (ref->out.empty()) references();
+        write_repro_file(c, repro, target, ref, oracle, &res->out, &res->lse, v.signature() + ": " + v.detail);
+        v.repro = repro;
+      }
+      return v;
+    };
+  }
+
+  Revision rev_;
+  GenBudget envelope_;
+  std::string device_;
+  std::map<int, KernelRunner> runners_;
+};
+
+}  // namespace
+
+std::unique_ptr<Target> make_gpu_target(const TargetOptions& options) {
+  Revision rev = load_revision(options.spec);
+  if (cuda_device_count() == 0) throw InputError("", "", "--kernel", "no CUDA device is visible: GPU revisions cannot run here");
+  return std::make_unique<GpuTarget>(std::move(rev), options.envelope);
+}
+
+}  // namespace vattn::fuzz
