@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "gpu_naive_oracle.h"
@@ -37,27 +38,94 @@ __device__ float abs_logit(const NaiveGpuArgs& a, const uint16_t* qrow, const ui
   return warp_sum(acc) * a.sm_scale;
 }
 
-__global__ void naive_kernel(const NaiveGpuArgs a) {
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;  // (draft, head)
-  if (row >= a.n_q * a.num_heads) return;
+// One warp per (draft row, head, chunk of kChunkKeys keys): the chunk's max logit, then its
+// float32 weights relative to that max summed in float64. A long row is spread over many warps
+// (one warp walking 262144 keys alone is latency-bound: ~0.3 s); merge_kernel combines the chunks
+// exactly in float64. Same arithmetic class as one pass over the row: float32 logits and weights,
+// float64 sums.
+constexpr int kChunkKeys = 2048;
+
+struct ChunkHead {
+  float m, scale_max;
+  int nan_seen;
+  int pad;
+  double l;
+};
+
+__device__ int64_t chunk_stride(const NaiveGpuArgs& a) {
+  // ChunkHead, then acc[d_v] and acc_abs[d_v] (doubles)
+  return static_cast<int64_t>(sizeof(ChunkHead) / sizeof(double)) + 2 * a.d_v;
+}
+
+__global__ void chunk_kernel(const NaiveGpuArgs a, int chunks, double* scratch) {
+  const int64_t warp = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (warp >= a.n_q * a.num_heads * chunks) return;
+  const int64_t row = warp / chunks;  // (draft, head)
+  const int chunk = static_cast<int>(warp % chunks);
   const int64_t qrow_index = row / a.num_heads;
   int b = 0;
   while (a.qo_indptr[b + 1] <= qrow_index) ++b;
   const int i = static_cast<int>(qrow_index - a.qo_indptr[b]);
   const int keys = (a.kv_indptr[b + 1] - a.kv_indptr[b]) + (a.qo_indptr[b + 1] - a.qo_indptr[b]);
+  const int k0 = chunk * kChunkKeys, k1 = min(keys, k0 + kChunkKeys);
   const uint16_t* qrow = a.q + row * a.d_qk;
   const int lane = threadIdx.x % 32;
 
-  // Pass 1: the max logit. Pass 2: weights, their sum, and the weighted V rows.
+  // Pass 1: the chunk's max logit. Pass 2: weights, their sum, and the weighted V rows.
   float m = -INFINITY, scale_max = 0.f;
   bool nan_seen = false;
-  for (int k = 0; k < keys; ++k) {
+  for (int k = k0; k < k1; ++k) {
     const uint16_t* krow = visible_key(a, b, i, k);
     if (!krow) continue;
     const float s = logit(a, qrow, krow);
     nan_seen |= isnan(s);
     m = fmaxf(m, s);
     if (a.lse_scale) scale_max = fmaxf(scale_max, abs_logit(a, qrow, krow));
+  }
+  double acc[kMaxDv / 32] = {}, acc_abs[kMaxDv / 32] = {};
+  double l = 0.0;  // float32 terms, float64 sums: a 262144-key row must not drift
+  if (m != -INFINITY) {
+    for (int k = k0; k < k1; ++k) {
+      const uint16_t* krow = visible_key(a, b, i, k);
+      if (!krow) continue;
+      const float w = expf(logit(a, qrow, krow) - m);
+      l += w;
+#pragma unroll
+      for (int j = 0; j < kMaxDv / 32; ++j)
+        if (lane + 32 * j < a.d_v) {
+          const float v = bf16_to_f32(krow[lane + 32 * j]);
+          acc[j] += w * v;
+          acc_abs[j] += w * fabsf(v);
+        }
+    }
+  }
+  double* part = scratch + warp * chunk_stride(a);
+  if (lane == 0) {
+    ChunkHead h{m, scale_max, nan_seen ? 1 : 0, 0, l};
+    *reinterpret_cast<ChunkHead*>(part) = h;
+  }
+  double* pacc = part + sizeof(ChunkHead) / sizeof(double);
+#pragma unroll
+  for (int j = 0; j < kMaxDv / 32; ++j)
+    if (lane + 32 * j < a.d_v) {
+      pacc[lane + 32 * j] = acc[j];
+      pacc[a.d_v + lane + 32 * j] = acc_abs[j];
+    }
+}
+
+// One warp per (draft row, head): the chunks rescaled to the row's max and summed, in float64.
+__global__ void merge_kernel(const NaiveGpuArgs a, int chunks, const double* scratch) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (row >= a.n_q * a.num_heads) return;
+  const int lane = threadIdx.x % 32;
+  const int64_t stride = chunk_stride(a);
+  float m = -INFINITY, scale_max = 0.f;
+  bool nan_seen = false;
+  for (int c = 0; c < chunks; ++c) {
+    const ChunkHead h = *reinterpret_cast<const ChunkHead*>(scratch + (row * chunks + c) * stride);
+    m = fmaxf(m, h.m);
+    scale_max = fmaxf(scale_max, h.scale_max);
+    nan_seen |= h.nan_seen != 0;
   }
   float* out = a.out + row * a.d_v;
   float* abs_pv = a.abs_pv ? a.abs_pv + row * a.d_v : nullptr;
@@ -71,18 +139,19 @@ __global__ void naive_kernel(const NaiveGpuArgs a) {
     return;
   }
   double acc[kMaxDv / 32] = {}, acc_abs[kMaxDv / 32] = {};
-  double l = 0.0;  // float32 terms, float64 sums: a 262144-key row must not drift
-  for (int k = 0; k < keys; ++k) {
-    const uint16_t* krow = visible_key(a, b, i, k);
-    if (!krow) continue;
-    const float w = expf(logit(a, qrow, krow) - m);
-    l += w;
+  double l = 0.0;
+  for (int c = 0; c < chunks; ++c) {
+    const double* part = scratch + (row * chunks + c) * stride;
+    const ChunkHead h = *reinterpret_cast<const ChunkHead*>(part);
+    if (h.m == -INFINITY) continue;  // an empty chunk (or one this row sees nothing of)
+    const double f = exp(static_cast<double>(h.m) - static_cast<double>(m));
+    l += f * h.l;
+    const double* pacc = part + sizeof(ChunkHead) / sizeof(double);
 #pragma unroll
     for (int j = 0; j < kMaxDv / 32; ++j)
       if (lane + 32 * j < a.d_v) {
-        const float v = bf16_to_f32(krow[lane + 32 * j]);
-        acc[j] += w * v;
-        acc_abs[j] += w * fabsf(v);
+        acc[j] += f * pacc[lane + 32 * j];
+        acc_abs[j] += f * pacc[a.d_v + lane + 32 * j];
       }
   }
 #pragma unroll
@@ -98,11 +167,20 @@ __global__ void naive_kernel(const NaiveGpuArgs a) {
 
 cudaError_t naive_gpu_attention(const NaiveGpuArgs& args, cudaStream_t stream) {
   const int64_t rows = args.n_q * args.num_heads;
-  const int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  if (blocks == 0) return cudaSuccess;
+  if (rows == 0) return cudaSuccess;
   if (args.d_v > kMaxDv || args.d_v > args.d_qk) return cudaErrorInvalidValue;
-  naive_kernel<<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, stream>>>(args);
-  return cudaGetLastError();
+  const int chunks = static_cast<int>(std::max<int64_t>(1, (args.max_keys + kChunkKeys - 1) / kChunkKeys));
+  const int64_t warps = rows * chunks;
+  const size_t bytes = static_cast<size_t>(warps) * (sizeof(ChunkHead) + 2 * sizeof(double) * args.d_v);
+  double* scratch = nullptr;
+  if (cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&scratch), bytes, stream); e != cudaSuccess) return e;
+  chunk_kernel<<<static_cast<unsigned>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock), 32 * kWarpsPerBlock, 0, stream>>>(
+      args, chunks, scratch);
+  merge_kernel<<<static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock), 32 * kWarpsPerBlock, 0, stream>>>(
+      args, chunks, scratch);
+  const cudaError_t launch = cudaGetLastError();
+  const cudaError_t freed = cudaFreeAsync(scratch, stream);
+  return launch != cudaSuccess ? launch : freed;
 }
 
 }  // namespace vattn

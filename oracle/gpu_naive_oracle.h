@@ -1,5 +1,6 @@
 // The naive GPU oracle: float32 logits and weights (sums kept in float64 so a 262144-key row
-// does not drift), one warp per (draft row, head), no splits, no tiling, no tensor cores. It exists so long contexts can be checked fast, and is itself checked
+// does not drift), one warp per (draft row, head, 2048-key chunk) and an exact float64 merge of
+// the chunks, no tiling, no tensor cores. It exists so long contexts can be checked fast, and is itself checked
 // against the CPU float64 oracle. It reads the DENSE 0/1 mask and its own offsets, never
 // the kernel's packed bits or planner.
 #pragma once
@@ -25,6 +26,7 @@ struct NaiveGpuArgs {
   float* lse_scale;           // optional fp32 [n_q, H]: max_k sm_scale * sum_d |q_d k_d|
   int num_requests;
   int64_t n_q;
+  int64_t max_keys;           // largest P_b + T_b (host-known): how many key chunks a row needs
   int num_heads, d_qk, d_v;
   float sm_scale;
 };

@@ -27,7 +27,7 @@ GenBudget long_budget() {
   b.max_heads = 16;
   b.max_prefix = 262144;
   b.max_drafts = 65;
-  b.max_total_kv = 600000;
+  b.max_total_kv = 400000;
   b.max_total_drafts = 130;
   b.max_work = 48000000;  // the naive GPU oracle's share of a long case stays in the tens of ms
   b.max_splits = 64;

@@ -5,14 +5,21 @@
 namespace vattn::fuzz {
 
 namespace {
+// The generators' shrinks, in their order, then the fuzzer's own run parameters dropped (a
+// relocated pool back to slot 0, an injected fault removed): a finding that needs neither says so.
 std::vector<Recipe> shrinks_of(const Recipe& r) {
   std::vector<Recipe> v;
   auto seq = shrink_recipe(r);
-  while (auto c = seq.next()) {
-    // Run parameters the generators do not shrink stay as they were (slot_base, fault).
-    c->slot_base = r.slot_base;
-    c->fault = r.fault;
-    v.push_back(std::move(*c));
+  while (auto c = seq.next()) v.push_back(std::move(*c));
+  if (r.slot_base != 0) {
+    Recipe c = r;
+    c.slot_base = 0;
+    v.push_back(std::move(c));
+  }
+  if (r.fault != "none") {
+    Recipe c = r;
+    c.fault = "none";
+    v.push_back(std::move(c));
   }
   return v;
 }

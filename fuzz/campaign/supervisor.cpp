@@ -145,6 +145,7 @@ struct Slot {
   int64_t cases = 0, long_cases = 0, respawns = 0;
   double run_s = 0, up_s = 0, pool_s = 0;        // from the current worker's heartbeat
   double run_s_done = 0, up_s_done = 0;          // from workers already gone
+  json phases = json::object(), phases_done = json::object();  // the target's seconds per phase
 };
 
 class Supervisor {
@@ -198,6 +199,12 @@ class Supervisor {
   double earlier_seconds_ = 0;
   double per_work_ = 0;  // learned: the slowest seconds per unit of work seen in the code under test
   int64_t learned_from_ = 0;
+  struct Waiting {
+    Finding* finding;
+    Verdict first;
+    std::string recipe;
+  };
+  std::deque<Waiting> waiting_;  // new findings whose slot was busy shrinking another
   bool stopping_ = false;
   std::string stop_reason_;
   bool fatal_usage_ = false;
@@ -308,6 +315,16 @@ void Supervisor::make_slots() {
   }
 }
 
+// The statistics of a worker that is gone are kept on the slot: the summary covers the whole run.
+void retire_stats(Slot& s) {
+  s.up_s_done += s.up_s;
+  s.run_s_done += s.run_s;
+  for (auto it = s.phases.begin(); it != s.phases.end(); ++it)
+    if (it.value().is_number()) s.phases_done[it.key()] = s.phases_done.value(it.key(), 0.0) + it.value().get<double>();
+  s.up_s = s.run_s = s.pool_s = 0;
+  s.phases = json::object();
+}
+
 void Supervisor::spawn(Slot& s) {
   std::map<std::string, std::string> env;
   if (!s.gpu.empty()) env["CUDA_VISIBLE_DEVICES"] = s.gpu;
@@ -317,7 +334,7 @@ void Supervisor::spawn(Slot& s) {
   s.spawned_at = s.last_message = Clock::now();
   s.running.reset();
   s.crash_what.clear();
-  s.run_s = s.up_s = s.pool_s = 0;
+  retire_stats(s);
   s.respawn_before_next = false;  // this one is fresh
   ++s.respawns;
 }
@@ -346,8 +363,7 @@ void Supervisor::dispatch(Slot& s) {
     if (!s.inflight.empty() || s.repro_waiting) return;
     if (!s.inv->done() && s.inv->fresh_process() && s.respawn_before_next) {
       s.respawn_before_next = false;
-      s.up_s_done += s.up_s;
-      s.run_s_done += s.run_s;
+      retire_stats(s);
       spawn(s);  // a fresh process for each run of a class that can take a worker down
       return;
     }
@@ -371,6 +387,12 @@ void Supervisor::dispatch(Slot& s) {
       return;
     }
     finish_investigation(s);
+    return;
+  }
+  if (!waiting_.empty() && !stopping_) {
+    const Waiting w = waiting_.front();
+    waiting_.pop_front();
+    start_investigation(s, *w.finding, w.first, w.recipe);
     return;
   }
   if (stopping_) return;
@@ -421,6 +443,7 @@ void Supervisor::handle(Slot& s, const json& m) {
     s.run_s = m.value("run_s", 0.0);
     s.up_s = m.value("up_s", 0.0);
     s.pool_s = m.value("pool_s", 0.0);
+    if (m.contains("phases") && m["phases"].is_object()) s.phases = m["phases"];
   } else if (ev == "start") {
     const int64_t i = m.at("index").get<int64_t>();
     auto it = s.inflight.find(i);
@@ -474,9 +497,7 @@ void Supervisor::worker_gone(Slot& s, const std::string& how, const std::string&
     if (!blamed || i != blamed->index) others.push_back(f);
   s.inflight.clear();
   s.running.reset();
-  s.up_s_done += s.up_s;
-  s.run_s_done += s.run_s;
-  s.up_s = s.run_s = s.pool_s = 0;
+  retire_stats(s);
   s.repro_waiting = false;
   for (const auto& f : others) {
     if (f.index >= 0) {
@@ -630,11 +651,8 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
 }
 
 void Supervisor::start_investigation(Slot& s, Finding& f, const Verdict& v, const std::string& recipe) {
-  if (s.inv) {  // this slot is busy with another one: the first case stands, not shrunk
-    f.state = "done";
-    f.investigation = {{"confirmed", false}, {"shrunk_recipe", recipe}, {"stop_reason", "found while another finding was being shrunk"}};
-    findings_->save(f);
-    journal_.append({{"t", "finding-done"}, {"id", f.id}, {"investigation", f.investigation}});
+  if (s.inv) {  // this slot is busy with another one: this one waits its turn
+    waiting_.push_back({&f, v, recipe});
     return;
   }
   InvestigationLimits lim;
@@ -710,7 +728,7 @@ bool Supervisor::finished() const {
   if (opt_.cases < 0 || static_cast<int64_t>(done_.size()) < opt_.cases) return false;
   for (const auto& s : slots_)
     if (s->inv) return false;
-  return true;
+  return waiting_.empty();
 }
 
 void Supervisor::say(const std::string& line) {
@@ -777,12 +795,19 @@ std::string Supervisor::summary_text(const std::string& reason) const {
     const double su = s->up_s_done + s->up_s, sr = s->run_s_done + s->run_s;
     up += su;
     run += sr;
-    std::snprintf(buf, sizeof buf, " %s: %lld cases, main thread (%s) busy %.0f%%, %lld worker start(s);", s->label.c_str(),
-                  static_cast<long long>(s->cases), s->gpu.empty() ? "target" : "GPU", su > 0 ? 100 * sr / su : 0.0,
-                  static_cast<long long>(s->respawns));
+    std::snprintf(buf, sizeof buf, "\n    %s: %lld cases, main thread (%s) busy %.0f%% of %.0f s, %lld worker start(s)",
+                  s->label.c_str(), static_cast<long long>(s->cases), s->gpu.empty() ? "target" : "GPU",
+                  su > 0 ? 100 * sr / su : 0.0, su, static_cast<long long>(s->respawns));
     os << buf;
+    json ph = s->phases_done;
+    for (auto it = s->phases.begin(); it != s->phases.end(); ++it)
+      if (it.value().is_number()) ph[it.key()] = ph.value(it.key(), 0.0) + it.value().get<double>();
+    for (auto it = ph.begin(); it != ph.end(); ++it) {
+      std::snprintf(buf, sizeof buf, "%s %s %.1f s", it == ph.begin() ? ":" : ",", it.key().c_str(), it.value().get<double>());
+      os << buf;
+    }
   }
-  std::snprintf(buf, sizeof buf, " sum over cases: code under test %.1f s, checks and oracles %.1f s\n", time_target_s_,
+  std::snprintf(buf, sizeof buf, "\n    sum over cases: code under test %.1f s, checks and oracles %.1f s\n", time_target_s_,
                 time_oracle_s_);
   os << buf;
   auto fs_all = const_cast<FindingStore&>(*findings_).all();
@@ -792,6 +817,7 @@ std::string Supervisor::summary_text(const std::string& reason) const {
     const std::string shrunk = f->investigation.is_object() ? f->investigation.value("shrunk_recipe", f->recipe) : f->recipe;
     os << "    [" << f->id << "] " << printable(f->signature) << "  x" << f->count << "  (" << f->state << ")\n"
        << "        first: case " << f->first.index << ": " << printable(f->recipe) << "\n"
+       << (f->first.detail.empty() ? "" : "        detail: " + printable(f->first.detail) + "\n")
        << "        shrunk: " << printable(shrunk) << "\n"
        << "        reproduce: " << FindingStore::rerun_command(opt_.kernel, shrunk) << "\n"
        << "        evidence: " << f->dir << "\n";
@@ -879,6 +905,10 @@ int Supervisor::run() {
     for (const auto& [i, f] : s->inflight)
       if (i >= 0) requeue_.insert(i);  // not run: a --resume runs them
     s->proc.stop(2.0);
+  }
+  for (auto& w : waiting_) {  // never shrunk: the first case stands
+    w.finding->state = "interrupted";
+    findings_->save(*w.finding);
   }
   if (opt_.progress) std::fprintf(stderr, "\r\033[K");
   if (!fatal_reason_.empty() && cases_this_run_ == 0) {

@@ -1,5 +1,7 @@
 #include "gpu_target.h"
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -25,14 +27,14 @@ std::string hex(uint32_t v) {
 }
 
 // The fp32-partials property. With every query zero, every score is 0 and every probability
-// exactly 1, so a row's output is the plain mean of the V rows it sees and nothing in a correct
-// kernel rounds below fp32 before the final bf16 store: the output must be the correctly rounded
-// mean almost everywhere, whatever the split count. Partials stored in bf16 add a rounding of
-// each split's mean, which moves about a fifth of the elements by one ulp. The bf16 tolerance
-// model cannot see that (it allows u * sum_k p_k |v_k|); this can. Thresholds: at most 2% of the
-// elements off the correctly rounded value, none by more than 2 ulps.
-constexpr double kMaxMisroundedShare = 0.02;
-constexpr int kMaxUlps = 2;
+// exactly 1, so a row's output is the plain mean of the V rows it sees, and nothing a correct
+// kernel does rounds below fp32 before the final bf16 store, whatever the split count. Partials
+// stored in bf16 add a rounding of each split's mean: about a fifth of the outputs move by one
+// ulp. The bf16 tolerance model cannot see that (it allows u * sum_k p_k |v_k|); this can. The
+// kernel's own single-split run of the same zero-query case is the baseline (its fp32
+// accumulation over a long row may misround a few elements too): the multi-split run may
+// misround at most 2% more of the elements, and by at most one ulp more.
+constexpr double kMaxExtraMisrounded = 0.02;
 
 bool zero_q_applies(const Recipe& r) { return r.profile == "uniform" || r.profile == "k26" || r.profile == "ties"; }
 
@@ -45,34 +47,39 @@ int64_t ulp_distance(float a, float b) {
   return std::llabs(static_cast<long long>(key(a)) - key(b));
 }
 
-std::string partials_problem(const std::vector<float>& out, const std::vector<float>& ref, int splits_used) {
+struct Rounding {
   int64_t checked = 0, misrounded = 0, worst = 0;
   size_t worst_at = 0;
+  double share() const { return checked ? static_cast<double>(misrounded) / static_cast<double>(checked) : 0.0; }
+};
+
+Rounding rounding_against(const std::vector<float>& out, const std::vector<float>& ref) {
+  Rounding r;
   for (size_t i = 0; i < out.size() && i < ref.size(); ++i) {
-    if (!std::isfinite(ref[i]) || ref[i] == 0.0f || std::fabs(ref[i]) < 1e-30f) continue;
-    ++checked;
-    if (!std::isfinite(out[i])) {
-      worst = 1 << 30;
-      worst_at = i;
-      ++misrounded;
-      continue;
-    }
-    const int64_t d = ulp_distance(out[i], round_to_bf16(ref[i]));
-    if (d > 0) ++misrounded;
-    if (d > worst) {
-      worst = d;
-      worst_at = i;
+    if (!std::isfinite(ref[i]) || std::fabs(ref[i]) < 1e-30f) continue;
+    ++r.checked;
+    const int64_t d = std::isfinite(out[i]) ? ulp_distance(out[i], round_to_bf16(ref[i])) : (int64_t{1} << 30);
+    if (d > 0) ++r.misrounded;
+    if (d > r.worst) {
+      r.worst = d;
+      r.worst_at = i;
     }
   }
-  if (checked == 0) return "";
-  const double share = static_cast<double>(misrounded) / static_cast<double>(checked);
-  if (share <= kMaxMisroundedShare && worst <= kMaxUlps) return "";
-  char buf[256];
+  return r;
+}
+
+std::string partials_problem(const std::vector<float>& multi, const std::vector<float>& single,
+                             const std::vector<float>& ref, int splits_used) {
+  const Rounding m = rounding_against(multi, ref), s = rounding_against(single, ref);
+  if (m.checked == 0) return "";
+  if (m.share() <= s.share() + kMaxExtraMisrounded && m.worst <= std::max<int64_t>(s.worst, 1) + 1) return "";
+  char buf[320];
   std::snprintf(buf, sizeof buf,
-                "zero-query run with %d splits: %.2f%% of %lld elements not the correctly rounded mean (limit %.0f%%), "
-                "worst %lld ulp at flat index %zu (%g vs %g)",
-                splits_used, 100 * share, static_cast<long long>(checked), 100 * kMaxMisroundedShare,
-                static_cast<long long>(worst), worst_at, out[worst_at], ref[worst_at]);
+                "zero-query run: %d splits misround %.2f%% of %lld elements, one split %.2f%% (allowed +%.0f%%); "
+                "worst %lld ulp (one split %lld) at flat index %zu (%g vs mean %g)",
+                splits_used, 100 * m.share(), static_cast<long long>(m.checked), 100 * s.share(),
+                100 * kMaxExtraMisrounded, static_cast<long long>(m.worst), static_cast<long long>(s.worst), m.worst_at,
+                multi[m.worst_at], ref[m.worst_at]);
   return buf;
 }
 
@@ -89,6 +96,10 @@ class GpuTarget : public Target {
     device_ = prop.name;
   }
   std::string name() const override { return rev_.name(); }
+  json phase_seconds() const override {
+    return {{"upload", upload_s_.load()}, {"naive oracle", oracle_s_.load()}, {"kernel runs", kernel_s_.load()},
+            {"fp32-partials runs", zero_s_.load()}};
+  }
   std::string device() const override { return device_; }
   bool device_variants() const override { return true; }
 
@@ -154,30 +165,46 @@ class GpuTarget : public Target {
 
   Check run_on_device(const Case& c, const Recipe& r) {
     KernelRunner& runner = runner_for(c.num_heads);
-    auto dc = std::make_shared<DeviceCase>(c);
-    if (r.slot_base > 0) dc->relocate_pool(r.slot_base);
+    std::shared_ptr<DeviceCase> dc;
+    {
+      Phase p(upload_s_);
+      dc = std::make_shared<DeviceCase>(c);
+      if (r.slot_base > 0) dc->relocate_pool(r.slot_base);
+    }
     const bool faulted = r.fault != "none";
     const bool gpu_oracle = faulted || r.slot_base > 0 || recipe_work(r) > kCpuOracleMaxWork;
     auto naive = std::make_shared<Reference>();
-    if (gpu_oracle) *naive = naive_gpu_reference(*dc);
+    if (gpu_oracle) {
+      Phase p(oracle_s_);
+      *naive = naive_gpu_reference(*dc);
+    }
     const FaultPlan fault = faulted ? inject(*dc, c, r, runner.limits()) : FaultPlan{};
-    auto res = std::make_shared<RunResult>(runner.run(*dc, r.splits));
+    std::shared_ptr<RunResult> res;
+    {
+      Phase p(kernel_s_);
+      res = std::make_shared<RunResult>(runner.run(*dc, r.splits));
+    }
     // The fp32-partials property on the same case with every query zero (see partials_problem).
     auto zero_out = std::make_shared<std::vector<float>>();
+    auto zero_single = std::make_shared<std::vector<float>>();
     auto zero_ref = std::make_shared<std::vector<float>>();
     int zero_splits = 0;
     if (!faulted && res->ok() && res->splits_used >= 2 && zero_q_applies(r)) {
+      Phase p(zero_s_);
       VATTN_CUDA(cudaMemset(dc->q.data(), 0, dc->q.bytes()));
-      const RunResult z = runner.run(*dc, r.splits);
-      if (z.ok()) {
+      const int forced = static_cast<int>(res->splits_used);
+      const RunResult z = runner.run(*dc, forced), one = runner.run(*dc, 1);
+      if (z.ok() && one.ok()) {
         std::vector<float> zl;
         run_naive_gpu_oracle(*dc, *zero_ref, zl);
         *zero_out = z.out;
+        *zero_single = one.out;
         zero_splits = static_cast<int>(z.splits_used);
       }
     }
     const std::string target = name();
-    return [&c, r, res, naive, gpu_oracle, fault, zero_out, zero_ref, zero_splits, target](const std::string& repro) {
+    return [&c, r, res, naive, gpu_oracle, fault, zero_out, zero_single, zero_ref, zero_splits,
+            target](const std::string& repro) {
       Verdict v;
       Reference ref64, bf16;
       const Reference* ref = naive.get();
@@ -246,7 +273,7 @@ class GpuTarget : public Target {
         v = compare_verdict(c, *ref, yardstick, res->out, res->lse, oracle, target);
         v.device_error = res->device_error;
         if (!v.failed() && !zero_out->empty()) {
-          const std::string bad = partials_problem(*zero_out, *zero_ref, zero_splits);
+          const std::string bad = partials_problem(*zero_out, *zero_single, *zero_ref, zero_splits);
           if (!bad.empty()) {
             v.verdict = "wrong";
             v.check = "fp32 partials";
@@ -263,6 +290,16 @@ class GpuTarget : public Target {
     };
   }
 
+  // Seconds per phase of run(), read by the heartbeat thread.
+  class Phase {
+   public:
+    explicit Phase(std::atomic<double>& total) : total_(total), t0_(std::chrono::steady_clock::now()) {}
+    ~Phase() { total_ = total_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+   private:
+    std::atomic<double>& total_;
+    std::chrono::steady_clock::time_point t0_;
+  };
+  std::atomic<double> upload_s_{0}, oracle_s_{0}, kernel_s_{0}, zero_s_{0};
   Revision rev_;
   GenBudget envelope_;
   std::string device_;

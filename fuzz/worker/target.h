@@ -35,6 +35,9 @@ class Target {
   virtual bool device_variants() const = 0;
   // Phase one (see above). The returned Check completes the verdict; its index is set by the worker.
   virtual Check run(const Case& c, const Recipe& r) = 0;
+  // Seconds spent so far in each phase of run() (e.g. upload, kernel, oracle), for the summary's
+  // "where the time goes". Called from the heartbeat thread: implementations keep atomics.
+  virtual json phase_seconds() const { return json::object(); }
   // The evidence of a failure that left no result (a crash or hang): inputs and the reference.
   virtual void write_repro(const Case& c, const std::string& path, const std::string& note) = 0;
 };

@@ -161,7 +161,7 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
   std::thread heartbeat([&] {
     while (!done) {
       report.send({{"ev", "hb"}, {"busy", busy.load()}, {"run_s", run_s.load()}, {"pool_s", pool.busy_s.load()},
-                   {"up_s", seconds_since(t_start)}});
+                   {"up_s", seconds_since(t_start)}, {"phases", target->phase_seconds()}});
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   });

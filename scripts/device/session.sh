@@ -9,11 +9,13 @@
 #   repro     demo: a property finds a planted bug; its recipe line and its repro file replay it
 #   bench     vattn bench (eager, graph, queued; roofline)
 #   probe     vattn_ceiling_probe: the kernel's tile loop with parts off (4 and 16 row tiles per request)
+#   fuzz-planted  vattn fuzz against the planted crash/hang/bf16-partials/drop-last-key revisions
+#   fuzz-v1   vattn fuzz against split-v1 for $VATTN_FUZZ_MINUTES (default 5) minutes: throughput
 # Default: tests planted replay graph bench (sanitize and repro take minutes: ask for them).
 # Logs land in $OUT (or /tmp). Exit 0 when every step did what it should, 1 otherwise, 2 usage.
 #   bash scripts/device/session.sh [STEP...]
 set -uo pipefail
-for arg in "$@"; do case $arg in -h|--help) sed -n 2,14p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac; done
+for arg in "$@"; do case $arg in -h|--help) sed -n 2,16p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac; done
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out="${OUT:-/tmp}"
 b="$root/.device/build"
@@ -21,8 +23,8 @@ if [ $# -eq 0 ]; then steps="tests planted replay graph bench"; else steps="$*";
 # Every step name is checked before any step runs: a typo must not cost a device session.
 for step in "$@"; do
   case $step in
-    tests|planted|repro|sanitize|replay|graph|bench|probe) ;;
-    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench probe; --help)" >&2; exit 2 ;;
+    tests|planted|repro|sanitize|replay|graph|bench|probe|fuzz-planted|fuzz-v1) ;;
+    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench probe fuzz-planted fuzz-v1; --help)" >&2; exit 2 ;;
   esac
 done
 export VATTN_REQUIRE_GPU=1  # a GPU machine: GPU tests that cannot see the device fail, not skip
@@ -79,6 +81,8 @@ for step in $steps; do
       done ;;
     bench) "$b/vattn" bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log" | grep -v "^bench:"
            [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
+    fuzz-planted) bash "$root/scripts/device/fuzz_step.sh" planted || rc=1 ;;
+    fuzz-v1) bash "$root/scripts/device/fuzz_step.sh" v1 "${VATTN_FUZZ_MINUTES:-5}" || rc=1 ;;
     probe) for groups in 4 16; do
              "$b/src/gpu/vattn_ceiling_probe" --row-groups $groups 2>&1 | tee "$out/probe-$groups.log"
              [ "${PIPESTATUS[0]}" = 0 ] || rc=1

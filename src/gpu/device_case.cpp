@@ -85,6 +85,9 @@ NaiveGpuArgs DeviceCase::oracle_args(float* out_f32, float* lse_f32) const {
   a.qo_indptr = qo_indptr.as<const int32_t>();
   a.mask = mask_dense.as<const uint8_t>();
   a.mask_indptr = mask_indptr.as<const int64_t>();
+  a.max_keys = 0;
+  for (int b = 0; b < c_->num_requests(); ++b)
+    a.max_keys = std::max<int64_t>(a.max_keys, static_cast<int64_t>(c_->prefix_len(b)) + c_->drafts(b));
   a.out = out_f32;
   a.lse = lse_f32;
   a.num_requests = c_->num_requests();

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The fuzz steps of a GPU session (scripts/device/session.sh fuzz-v1 | fuzz-planted), from a
+# staged build (stage with -DVATTN_BUILD_PLANTED=ON for the planted revisions):
+#   fuzz_step.sh v1 [MINUTES]   vattn fuzz against split-v1 for MINUTES (default 5): throughput,
+#                               GPU utilisation sampled by nvidia-smi, must end clean (exit 0)
+#   fuzz_step.sh planted        campaigns against the planted crash, hang, bf16-partials and
+#                               drop-last-key revisions: each must end with exit 1 and a finding,
+#                               and every finding's printed command must re-fail it
+# Logs and summaries land in $OUT (or /tmp). Exit 0 when every campaign did what it should.
+set -uo pipefail
+case "${1:-}" in -h|--help|"") sed -n 2,10p "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ]; exit $? ;; esac
+root=$(cd "$(dirname "$0")/../.." && pwd)
+b="$root/.device/build"
+out="${OUT:-/tmp}"
+work=/tmp/vattn-fuzz-step
+mkdir -p "$work"
+rc=0
+rerun_findings() {  # every finding of campaign $1 re-fails with the command it printed
+  local f cmd code
+  for f in "$1"/findings/*/finding.json; do
+    [ -e "$f" ] || { echo "  no finding directory in $1"; rc=1; return; }
+    cmd=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['reproduce'][0])" "$f")
+    echo "  re-run: $cmd"
+    (cd "$b" && eval "./$cmd") 2>&1 | head -3; code=${PIPESTATUS[0]}
+    echo "  exit $code (1 expected)"; [ "$code" = 1 ] || rc=1
+  done
+}
+case $1 in
+  v1)
+    minutes=${2:-5}
+    nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader -lms 1000 > "$out/fuzz-v1-gpu-util.log" 2>&1 &
+    smi=$!
+    rm -rf "$work/v1"
+    "$b/vattn" fuzz --kernel split-v1 --hours "$(awk "BEGIN{print $minutes/60}")" --seed 1 --out "$work/v1" \
+      > "$out/fuzz-v1.log" 2>&1
+    code=$?
+    kill $smi 2>/dev/null
+    cat "$out/fuzz-v1.log"
+    cp "$work/v1/summary.json" "$out/fuzz-v1-summary.json" 2>/dev/null
+    awk -F'[ ,%]+' '{ if ($1 != "") { s += $1; n++ } } END { if (n) printf "GPU utilisation (nvidia-smi, 1 s samples): mean %.0f%% over %d samples\n", s / n, n }' \
+      "$out/fuzz-v1-gpu-util.log"
+    echo "fuzz v1: exit $code (0 expected)"; [ $code = 0 ] || rc=1 ;;
+  planted)
+    for rev in plant_crash plant_hang plant_bf16_partials plant_drop_last_key; do
+      lib="$b/revisions/libvattn_rev_$rev.so"
+      [ -e "$lib" ] || { echo "fuzz planted: $lib missing (stage with -DVATTN_BUILD_PLANTED=ON)"; rc=1; continue; }
+      rm -rf "$work/$rev"
+      start=$(date +%s)
+      "$b/vattn" fuzz --kernel "$lib" --cases "${VATTN_PLANTED_CASES:-300}" --seed 2 --case-timeout 5 \
+        --max-shrink-seconds 150 --out "$work/$rev" > "$out/fuzz-$rev.log" 2>&1
+      code=$?
+      echo "#### $rev: exit $code (1 expected), $(( $(date +%s) - start )) s"
+      grep -E "^  (this run|verdicts)|^    \[|shrunk:|vattn fuzz:" "$out/fuzz-$rev.log"
+      [ $code = 1 ] || rc=1
+      rerun_findings "$work/$rev"
+    done ;;
+  *) echo "fuzz_step.sh: unknown step '$1' (v1, planted; --help)" >&2; exit 2 ;;
+esac
+echo "fuzz step $1: exit $rc"
+exit $rc

@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# fuzz_supervisor.sh VATTN MODE
+# The `vattn fuzz` supervisor without a GPU, through the host targets (small budget, fixed seeds,
+# 2 s case deadlines). Each MODE is one ctest test:
+#   crash       host:faulty:crash@T=17: exit 1, one NNN-crash finding (SIGSEGV) whose first case
+#               has T_b = 17, confirmed in a fresh worker, shrunk to B=1 H=1 P=[0] T=[17], with
+#               repro.h5 and shrunk.h5 (case files holding those recipes); its reproduce command
+#               fails (exit 1, FAIL) and the same recipe with T=[16] passes (exit 0)
+#   hang        host:faulty:hang@P=77: the hung worker is ended at the deadline, one NNN-hang finding
+#               "hang: deadline passed" shrunk to B=1 H=1 P=[77] T=[1]; the campaign still runs all
+#               its cases (N case lines and an end line) and leaves no worker behind
+#   wrong       host:faulty:wrong@H=3: one NNN-wrong finding "wrong: vs oracle_fp64" shrunk to
+#               B=1 H=3 P=[0] T=[1]; `vattn replay` of its repro files fails (the stored output)
+#   duplicates  host:faulty:wrong@H=8 (a third of the cases), two workers: one finding whose count
+#               equals the journal's case lines that carry its id, and is > 1
+#   clean       host:bf16-reference: exit 0, no findings, every case line "pass", summary.json
+#   usage       bad targets, rules, options and recipes, a GPU revision with no GPU: exit 2, saying why
+#   output      not on a terminal: only the summary (no \r, no escape, no FINDING line, stderr
+#               empty); on a pseudo-terminal: a progress line with "cases" and FINDING lines
+# The seeds are chosen so that the faulty values come early in the case stream (seed 3: T_b = 17
+# at case 17, H = 3 at case 4; seed 7: P_b = 77 at case 2). If the stream changes (case_stream.cpp,
+# gen_recipe.cpp) and a mode finds nothing, pick a seed again: host:faulty:wrong@FIELD=VALUE is
+# fast, and its finding's first_case.index says where the value comes.
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/fuzz_lib.sh"
+mode=$2
+
+# repro_argv FILE: the command fuzz_check.py --argv-out wrote, with our vattn for "vattn".
+repro_argv() {
+  mapfile -d '' argv <"$1"
+  [ "${argv[0]}" = vattn ] && argv[0]=$vattn
+}
+
+case $mode in
+crash)
+  d=$tmp/campaign
+  fuzz crash --kernel host:faulty:crash@T=17 "${small[@]}" --cases 60 --seed 3 --out "$d"
+  want_rc crash 1
+  has crash out "[001] crash: signal 11 (SIGSEGV)"
+  has crash out "vattn fuzz: 60 cases, 1 finding"
+  check finding "$d" --class crash --sig SIGSEGV --first-has T=17 --confirmed --shrunk "B=1 H=1 P=[0] T=[17]" \
+    --files repro.h5,shrunk.h5 --argv-out "$tmp/reproduce.argv"
+  check journal "$d" --cases 60 --runs 1 --end --findings 1
+  check summary "$d" --cases 60 --findings 1 --this-run 60
+  # The repro files are case files of the first and the shrunk recipe.
+  first=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["first_case"]["recipe"])' "$d"/findings/001-crash/finding.json)
+  run info "$vattn" info "$d/findings/001-crash/repro.h5" "$d/findings/001-crash/shrunk.h5"
+  want_rc info 0
+  has info out "recipe: $first"
+  has info out "recipe: B=1 H=1 P=[0] T=[17] "
+  # The finding's own reproduce command fails the same way; one draft fewer passes.
+  if [ -s "$tmp/reproduce.argv" ]; then
+    repro_argv "$tmp/reproduce.argv"
+    run reproduce "${argv[@]}"
+    want_rc reproduce 1
+    has reproduce out "FAIL crash: signal 11 (SIGSEGV)  B=1 H=1 P=[0] T=[17] "
+    lacks reproduce out "PASS"
+  fi
+  fuzz pass --kernel host:faulty:crash@T=17 --recipe "B=1 H=1 P=[0] T=[16]"
+  want_rc pass 0
+  has pass out "PASS B=1 H=1 P=[0] T=[16]"
+  lacks pass out "FAIL"
+  ;;
+hang)
+  d=$tmp/campaign
+  # Seed 7 draws P_b = 77 early (case 2): the campaign shrinks it, then runs on.
+  fuzz hang --kernel host:faulty:hang@P=77 "${small[@]}" --cases 30 --seed 7 --out "$d"
+  want_rc hang 1
+  has hang out "[001] hang: deadline passed"
+  has hang out "vattn fuzz: 30 cases, 1 finding"
+  check finding "$d" --class hang --sig-is "hang: deadline passed" --first-has P=77 --confirmed \
+    --shrunk "B=1 H=1 P=[77] T=[1]" --files repro.h5,shrunk.h5 --argv-out "$tmp/reproduce.argv"
+  check journal "$d" --cases 30 --runs 1 --end --findings 1
+  check summary "$d" --cases 30 --findings 1 --this-run 30
+  # No worker outlived the campaign (the hung ones were killed, the last one stopped).
+  sleep 0.5
+  left=$(live_workers "$d")
+  if [ -n "$left" ]; then
+    fail "workers left running after the campaign: $left"
+    ps -o pid,ppid,stat,args -p "$(echo $left | tr ' ' ,)"
+  else
+    echo "ok: no fuzz-worker of the campaign is left"
+  fi
+  # The reproduce command hangs too and is ended at its deadline (2 s here, not the default 30).
+  if [ -s "$tmp/reproduce.argv" ]; then
+    repro_argv "$tmp/reproduce.argv"
+    run reproduce "${argv[@]}" --case-timeout 2 --heartbeat-timeout 5
+    want_rc reproduce 1
+    has reproduce out "FAIL hang: deadline passed  B=1 H=1 P=[77] T=[1] "
+  fi
+  ;;
+wrong)
+  d=$tmp/campaign
+  fuzz wrong --kernel host:faulty:wrong@H=3 "${small[@]}" --cases 30 --seed 3 --out "$d"
+  want_rc wrong 1
+  has wrong out "[001] wrong: vs oracle_fp64"
+  check finding "$d" --class wrong --sig-is "wrong: vs oracle_fp64" --first-has H=3 --confirmed \
+    --shrunk "B=1 H=3 P=[0] T=[1]" --files repro.h5,shrunk.h5 --argv-out "$tmp/reproduce.argv"
+  check journal "$d" --cases 30 --runs 1 --end --findings 1
+  # The repro files hold the faulty output: replaying them fails against the stored oracle.
+  for f in shrunk repro; do
+    run "replay-$f" "$vattn" replay "$d/findings/001-wrong/$f.h5"
+    want_rc "replay-$f" 1
+    has "replay-$f" out "kernel:host:faulty:wrong@H=3 (stored) FAIL"
+    has "replay-$f" out "replay: 1 passed, 1 failed"
+  done
+  if [ -s "$tmp/reproduce.argv" ]; then
+    repro_argv "$tmp/reproduce.argv"
+    run reproduce "${argv[@]}"
+    want_rc reproduce 1
+    has reproduce out "FAIL wrong: vs oracle_fp64  B=1 H=3 P=[0] T=[1] "
+  fi
+  fuzz pass --kernel host:faulty:wrong@H=3 --recipe "B=1 H=2 P=[0] T=[1]"
+  want_rc pass 0
+  has pass out "PASS B=1 H=2 P=[0] T=[1]"
+  ;;
+duplicates)
+  d=$tmp/campaign
+  fuzz dup --kernel host:faulty:wrong@H=8 "${small[@]}" --cases 60 --seed 3 --workers 2 --out "$d"
+  want_rc dup 1
+  has dup out "findings: 1 "
+  check finding "$d" --class wrong --sig-is "wrong: vs oracle_fp64" --first-has H=8 --min-count 2 --min-hits 2
+  check journal "$d" --cases 60 --runs 1 --end --findings 1
+  for w in host0 host1; do
+    grep -q "\"g\":\"$w\"" "$d/journal.jsonl" && echo "ok: $w ran cases" || fail "worker $w ran no case"
+  done
+  ;;
+clean)
+  d=$tmp/campaign
+  fuzz clean --kernel host:bf16-reference "${small[@]}" --cases 40 --seed 5 --out "$d"
+  want_rc clean 0
+  has clean out "vattn fuzz: 40 cases, 0 findings"
+  has clean out "stopped: all 40 cases ran"
+  check no-findings "$d"
+  check journal "$d" --cases 40 --verdict pass --runs 1 --end --findings 0
+  check summary "$d" --cases 40 --findings 0 --this-run 40
+  ;;
+usage)
+  u=$tmp/u
+  # expect CODE NAME TEXT -- ARGS...: `vattn fuzz ARGS` exits CODE, stderr has TEXT, no summary.
+  expect() {
+    local code=$1 name=$2 text=$3
+    shift 4
+    fuzz "$name" "$@"
+    want_rc "$name" "$code"
+    has "$name" err "$text"
+    lacks "$name" out "vattn fuzz: "
+    lacks "$name" out "PASS"
+  }
+  expect 2 no-kernel "--kernel is required (or --resume DIR)" -- --cases 5 --out "$u/0"
+  expect 2 unknown-host "unknown host target 'host:nope'" -- --kernel host:nope "${small[@]}" --cases 5 --out "$u/1"
+  expect 2 bad-action "host:faulty rule 'boom@T=1' is not ACTION@FIELD=VALUE" -- \
+    --kernel host:faulty:boom@T=1 "${small[@]}" --cases 5 --out "$u/2"
+  expect 2 bad-field "host:faulty rule 'crash@Q=1' is not ACTION@FIELD=VALUE" -- \
+    --kernel host:faulty:crash@Q=1 "${small[@]}" --cases 5 --out "$u/3"
+  expect 2 bad-value "host:faulty rule 'crash@T=x': 'x' is not a whole number" -- \
+    --kernel host:faulty:crash@T=x "${small[@]}" --cases 5 --out "$u/4"
+  expect 2 no-rules "host:faulty: no rules after ':'" -- --kernel host:faulty: "${small[@]}" --cases 5 --out "$u/5"
+  expect 2 budget "--budget must be small, medium or large (got 'huge')" -- \
+    --kernel host:bf16-reference --budget huge --cases 5 --out "$u/6"
+  expect 2 hours "--hours must be > 0 (got 0)" -- --kernel host:bf16-reference --hours 0 --out "$u/7"
+  expect 2 hours-neg "--hours must be > 0 (got -1)" -- --kernel host:bf16-reference --hours -1 --out "$u/8"
+  # A GPU revision with no GPU visible (CUDA_VISIBLE_DEVICES= hides any this machine has).
+  export CUDA_VISIBLE_DEVICES=
+  expect 2 gpu-campaign "no CUDA device is visible" -- --kernel split-v1 --cases 5 --out "$u/9"
+  expect 2 gpu-recipe "no CUDA device is visible" -- --kernel split-v1 --recipe "B=1 H=1 P=[0] T=[1]"
+  unset CUDA_VISIBLE_DEVICES
+  expect 2 recipe-no-T "field 'T': missing" -- --kernel host:bf16-reference --recipe "B=1 H=1 P=[0]"
+  expect 2 recipe-bad-host "unknown host target 'host:nope'" -- --kernel host:nope --recipe "B=1 H=1 P=[0] T=[1]"
+  expect 2 repro-alone "--repro goes with --recipe" -- --kernel host:bf16-reference --repro "$u/r.h5" --out "$u/10"
+  ;;
+output)
+  d=$tmp/campaign
+  # Not a terminal: the closing summary on stdout, nothing on stderr, no progress, no FINDING lines.
+  fuzz plain --kernel host:faulty:wrong@H=3 "${small[@]}" --cases 30 --seed 3 --out "$d"
+  want_rc plain 1
+  for f in out err; do
+    if python3 -c 'import sys; d=open(sys.argv[1],"rb").read(); sys.exit(1 if b"\r" in d or b"\x1b" in d else 0)' \
+      "$tmp/plain.$f"; then
+      echo "ok: std$f has no \\r and no escape sequence"
+    else
+      fail "std$f of a run that is not on a terminal has a \\r or an escape sequence"; show plain
+    fi
+  done
+  [ -s "$tmp/plain.err" ] && { fail "stderr is not empty"; show plain; } || echo "ok: stderr is empty"
+  lacks plain out "FINDING"
+  head -1 "$tmp/plain.out" | grep -q "^vattn fuzz: host:faulty:wrong@H=3, seed 3, budget small, campaign $d\$" &&
+    echo "ok: stdout starts with the summary" || { fail "stdout does not start with the summary"; show plain; }
+  tail -1 "$tmp/plain.out" | grep -qx "vattn fuzz: 30 cases, 1 finding" &&
+    echo "ok: stdout ends with the count line" || { fail "stdout does not end with the count line"; show plain; }
+  # On a terminal: a progress line (redrawn in place) and a FINDING line per finding and its shrink.
+  python3 "$here/fuzz_check.py" pty "$tmp/tty.raw" -- "$vattn" fuzz --kernel host:faulty:wrong@H=3 "${small[@]}" \
+    --cases 30 --seed 3 --out "$tmp/tty"
+  rc=$?
+  [ $rc -eq 1 ] && echo "ok: the terminal run exits 1" || fail "the terminal run exited $rc, expected 1"
+  python3 - "$tmp/tty.raw" <<'PY' || fail "terminal output"
+import re, sys
+raw = open(sys.argv[1], "rb").read().decode("utf-8", "replace")
+# Lines as a terminal shows them: \r\033[K starts a line afresh (the progress line is redrawn).
+lines = [seg for line in raw.split("\r\n") for seg in line.split("\r\x1b[K")]
+bad = []
+if not re.search(r"\r\x1b\[K\d\d:\d\d:\d\d  cases \d+ \(", raw):
+    bad.append("no progress line with 'cases'")
+if not any(l.startswith("FINDING 001 wrong: vs oracle_fp64 on case ") for l in lines):
+    bad.append("no line starting with 'FINDING 001 wrong: vs oracle_fp64 on case'")
+if not any(l.startswith("FINDING 001 shrunk in ") and "B=1 H=3 P=[0] T=[1] " in l for l in lines):
+    bad.append("no line 'FINDING 001 shrunk in ...' with the shrunk recipe")
+if not any(l == "vattn fuzz: 30 cases, 1 finding" for l in lines):
+    bad.append("no closing count line")
+for b in bad:
+    print("FAIL: " + b)
+if bad:
+    print("--- terminal output:\n" + repr(raw))
+    sys.exit(1)
+print("ok: the terminal shows a progress line with 'cases' and the FINDING lines")
+PY
+  ;;
+*)
+  echo "fuzz_supervisor.sh: unknown mode '$mode'"
+  exit 2
+  ;;
+esac
+finish

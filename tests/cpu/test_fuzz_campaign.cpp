@@ -1,0 +1,341 @@
+// The campaign's pure logic (fuzz/campaign): an Investigation fed synthetic verdicts (confirm,
+// shrink, budgets, the repro it keeps), the case stream's determinism (seed, index) -> recipe,
+// and the journal read back after a kill (a torn last line skipped, then cut by open_append).
+// The processes around them (supervisor, workers) are tested through `vattn fuzz` in tests/cli.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <string>
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "case.h"
+#include "case_stream.h"
+#include "gen_recipe.h"
+#include "generate.h"
+#include "investigation.h"
+#include "journal.h"
+#include "protocol.h"
+
+using vattn::InputError;
+using vattn::Recipe;
+using vattn::fuzz::CaseStream;
+using vattn::fuzz::Investigation;
+using vattn::fuzz::InvestigationLimits;
+using vattn::fuzz::StreamConfig;
+using vattn::fuzz::Verdict;
+
+namespace {
+
+// A fresh directory under /tmp, removed with everything in it at scope exit.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/vattn_fuzz_campaign_test_XXXXXX";
+    const char* made = mkdtemp(tmpl);
+    REQUIRE(made != nullptr);
+    path = made;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+const char* kStart = "B=2 H=3 P=[64,5] T=[25,17] tree=wide profile=k26 layout=reversed poison=1 seed=1910826897 "
+                     "scale=0.1446796 splits=2";
+
+Verdict failing(const std::string& verdict, const std::string& check, const std::string& repro = "") {
+  Verdict v;
+  v.verdict = verdict;
+  v.check = check;
+  v.detail = check + " while running the code under test";
+  v.repro = repro;
+  return v;
+}
+
+Verdict passing() { return Verdict{}; }
+
+bool has_draft(const Recipe& r, int t) {
+  for (int x : r.drafts)
+    if (x == t) return true;
+  return false;
+}
+
+// Runs an investigation to its end, answering each recipe with `answer`; returns the runs made.
+int drive(Investigation& inv, const std::function<Verdict(const Recipe&)>& answer, int max_steps = 10000) {
+  int fed = 0;
+  while (auto r = inv.next()) {
+    REQUIRE(fed < max_steps);
+    inv.feed(answer(*r));
+    ++fed;
+  }
+  return fed;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("fuzz campaign: an investigation shrinks a wrong answer to the simplest recipe that keeps it",
+          "[fuzz-campaign]") {
+  const Verdict first = failing("wrong", "vs oracle_fp64", "/tmp/first.h5");
+  Investigation inv(first, Recipe::parse(kStart), /*confirm_first=*/false, InvestigationLimits{});
+  CHECK(inv.signature() == "wrong: vs oracle_fp64");
+  CHECK_FALSE(inv.fresh_process());  // a wrong answer does not take the worker down
+  CHECK(inv.confirmed());              // nothing to confirm for this class
+  REQUIRE_FALSE(inv.done());
+  int n = 0;
+  const int fed = drive(inv, [&n](const Recipe& r) {
+    ++n;
+    return r.heads == 3 ? failing("wrong", "vs oracle_fp64", "/tmp/step" + std::to_string(n) + ".h5") : passing();
+  });
+  CHECK(inv.done());
+  CHECK_FALSE(inv.next().has_value());
+  CHECK(inv.runs() == fed);
+  CHECK(inv.steps() >= 1);
+  CHECK(inv.stop_reason() == "no simpler recipe fails the same way");
+  CHECK(inv.shrunk().to_line() ==
+        "B=1 H=3 P=[0] T=[1] tree=chain profile=uniform layout=contiguous poison=0 seed=1 scale=0.1446796 splits=0");
+  // The repro kept is the one of the last accepted step, not the first case's.
+  CHECK(starts_with(inv.shrunk_repro(), "/tmp/step"));
+  // Feeding after the end changes nothing.
+  inv.feed(failing("wrong", "vs oracle_fp64"));
+  CHECK(inv.runs() == fed);
+}
+
+TEST_CASE("fuzz campaign: an investigation accepts only candidates that fail with the same signature",
+          "[fuzz-campaign]") {
+  Investigation inv(failing("wrong", "vs oracle_fp64"), Recipe::parse(kStart), false, InvestigationLimits{});
+  // Every candidate fails, but with another signature: none is a step.
+  drive(inv, [](const Recipe&) { return failing("wrong", "fp32 partials"); });
+  CHECK(inv.done());
+  CHECK(inv.steps() == 0);
+  CHECK(inv.shrunk().to_line() == Recipe::parse(kStart).to_line());
+  CHECK(inv.stop_reason() == "no simpler recipe fails the same way");
+}
+
+TEST_CASE("fuzz campaign: a crash is confirmed in a fresh process first, then shrunk", "[fuzz-campaign]") {
+  const Verdict first = failing("crash", "signal 11 (SIGSEGV)");
+  CHECK(first.signature() == "crash: signal 11 (SIGSEGV)");
+  Investigation inv(first, Recipe::parse(kStart), /*confirm_first=*/true, InvestigationLimits{});
+  CHECK(inv.fresh_process());
+  CHECK_FALSE(inv.confirmed());
+  REQUIRE(inv.next().has_value());
+  CHECK(inv.next()->to_line() == Recipe::parse(kStart).to_line());  // the confirmation re-runs the first recipe
+  bool first_run = true;
+  drive(inv, [&first_run](const Recipe& r) {
+    if (first_run) {
+      first_run = false;
+      CHECK(r.to_line() == Recipe::parse(kStart).to_line());
+    }
+    return has_draft(r, 17) ? failing("crash", "signal 11 (SIGSEGV)") : passing();
+  });
+  CHECK(inv.confirmed());
+  CHECK(starts_with(inv.shrunk().to_line(), "B=1 H=1 P=[0] T=[17] "));
+  CHECK(inv.stop_reason() == "no simpler recipe fails the same way");
+}
+
+TEST_CASE("fuzz campaign: a crash that a fresh process does not repeat is not confirmed and not shrunk",
+          "[fuzz-campaign]") {
+  SECTION("the re-run passes") {
+    Investigation inv(failing("crash", "signal 11 (SIGSEGV)"), Recipe::parse(kStart), true, InvestigationLimits{});
+    CHECK(drive(inv, [](const Recipe&) { return passing(); }) == 1);
+    CHECK_FALSE(inv.confirmed());
+    CHECK(inv.steps() == 0);
+    CHECK(inv.shrunk().to_line() == Recipe::parse(kStart).to_line());
+    CHECK(inv.stop_reason() == "not confirmed: a fresh worker running the same recipe gave a pass");
+  }
+  SECTION("the re-run fails another way") {
+    Investigation inv(failing("hang", "deadline passed"), Recipe::parse(kStart), true, InvestigationLimits{});
+    CHECK(drive(inv, [](const Recipe&) { return failing("crash", "signal 6 (SIGABRT)"); }) == 1);
+    CHECK_FALSE(inv.confirmed());
+    CHECK(inv.stop_reason() == "not confirmed: a fresh worker running the same recipe gave crash: signal 6 (SIGABRT)");
+  }
+}
+
+TEST_CASE("fuzz campaign: an investigation stops at its run and time budgets", "[fuzz-campaign]") {
+  InvestigationLimits lim;
+  lim.max_runs = 3;
+  Investigation inv(failing("crash", "signal 11 (SIGSEGV)"), Recipe::parse(kStart), true, lim);
+  CHECK(drive(inv, [](const Recipe&) { return passing(); }) == 1);  // not confirmed: ends before the budget
+  Investigation busy(failing("wrong", "vs oracle_fp64"), Recipe::parse(kStart), false, lim);
+  CHECK(drive(busy, [](const Recipe&) { return passing(); }) == 3);
+  CHECK(busy.runs() == 3);
+  CHECK(busy.stop_reason() == "run budget spent (3 runs)");
+
+  Investigation late(failing("wrong", "vs oracle_fp64"), Recipe::parse(kStart), false, InvestigationLimits{10, 5});
+  REQUIRE(late.next().has_value());
+  late.out_of_time();
+  CHECK(late.done());
+  CHECK_FALSE(late.next().has_value());
+  CHECK(late.stop_reason() == "time budget spent (5 s)");
+}
+
+TEST_CASE("fuzz campaign: a finding keeps the run parameters it needs and drops the others",
+          "[fuzz-campaign]") {
+  Recipe r = Recipe::parse(kStart);
+  r.slot_base = 5000000;
+  r.fault = "index-neg";
+  const Verdict first = failing("device-error", "error word");
+  SECTION("a failure that needs the relocated pool and the fault keeps both") {
+    Investigation inv(first, r, false, InvestigationLimits{});
+    drive(inv, [](const Recipe& c) {
+      return c.slot_base == 5000000 && c.fault == "index-neg" ? failing("device-error", "error word") : passing();
+    });
+    CHECK(inv.shrunk().slot_base == 5000000);
+    CHECK(inv.shrunk().fault == "index-neg");
+    CHECK(starts_with(inv.shrunk().to_line(), "B=1 H=1 P=[0] T=[1] tree=chain "));  // the rest still shrinks
+  }
+  SECTION("a failure that needs neither is shrunk to the ordinary pool without a fault") {
+    Investigation inv(first, r, false, InvestigationLimits{});
+    drive(inv, [](const Recipe&) { return failing("device-error", "error word"); });
+    CHECK(inv.shrunk().slot_base == 0);
+    CHECK(inv.shrunk().fault == "none");
+  }
+}
+
+TEST_CASE("fuzz campaign: the classes that can take a worker down get fresh processes", "[fuzz-campaign]") {
+  CHECK(vattn::fuzz::takes_worker_down("crash"));
+  CHECK(vattn::fuzz::takes_worker_down("hang"));
+  CHECK(vattn::fuzz::takes_worker_down("died"));
+  CHECK_FALSE(vattn::fuzz::takes_worker_down("wrong"));
+  CHECK_FALSE(vattn::fuzz::takes_worker_down("device-error"));
+  CHECK_FALSE(vattn::fuzz::takes_worker_down("pass"));
+}
+
+TEST_CASE("fuzz campaign: the case stream is a pure function of (seed, index)", "[fuzz-campaign]") {
+  for (const char* budget : {"small", "medium", "large"}) {
+    INFO("budget " << budget);
+    StreamConfig sc;
+    sc.seed = 9;
+    sc.budget = budget;
+    const CaseStream a(sc), b(sc);
+    std::set<std::string> lines;
+    for (int64_t i = 199; i >= 0; --i) {  // b in the other order: no state carries from one index to the next
+      const auto ca = a.at(199 - i), cb = b.at(199 - i), again = a.at(199 - i);
+      REQUIRE(ca.recipe.to_line() == cb.recipe.to_line());
+      REQUIRE(ca.recipe.to_line() == again.recipe.to_line());
+      CHECK(ca.index == 199 - i);
+      CHECK(ca.work == vattn::recipe_work(ca.recipe));
+      lines.insert(ca.recipe.to_line());
+    }
+    CHECK(lines.size() >= 190);  // different indices: (almost always) different recipes
+    for (int64_t i = 0; i < 200; ++i) CHECK(b.at(i).recipe.to_line() == a.at(i).recipe.to_line());
+  }
+}
+
+TEST_CASE("fuzz campaign: another seed is another stream, and the budget decides the mix", "[fuzz-campaign]") {
+  StreamConfig s1, s2;
+  s1.budget = s2.budget = "small";
+  s1.seed = 1;
+  s2.seed = 2;
+  const CaseStream a(s1), b(s2);
+  int same = 0;
+  for (int64_t i = 0; i < 100; ++i) same += a.at(i).recipe.to_line() == b.at(i).recipe.to_line();
+  CHECK(same <= 5);
+  // small: short cases inside the small budget, no device-side variants
+  for (int64_t i = 0; i < 300; ++i) {
+    const auto c = a.at(i);
+    CHECK_FALSE(c.long_context);
+    CHECK(c.recipe.slot_base == 0);
+    CHECK(c.recipe.fault == "none");
+    CHECK_NOTHROW(vattn::check_within_budget(c.recipe, a.envelope()));
+  }
+  // large: about 30% long-context cases (one P_b >= 65536), every recipe inside the envelope
+  StreamConfig big;
+  big.seed = 3;
+  big.budget = "large";
+  const CaseStream l(big);
+  int longs = 0;
+  for (int64_t i = 0; i < 400; ++i) {
+    const auto c = l.at(i);
+    longs += c.long_context;
+    if (c.long_context) CHECK(vattn::fuzz::size_class(c) == "long");
+    CHECK_NOTHROW(vattn::check_within_budget(c.recipe, l.envelope()));
+  }
+  CHECK(longs > 80);
+  CHECK(longs < 160);
+  StreamConfig bad;
+  bad.budget = "huge";
+  CHECK_THROWS_AS(CaseStream(bad), InputError);
+}
+
+TEST_CASE("fuzz campaign: a journal with a torn last line reads back without it and open_append cuts it",
+          "[fuzz-campaign]") {
+  TempDir dir;
+  const std::string path = dir.path + "/journal.jsonl";
+  {
+    std::ofstream out(path);
+    out << R"({"t":"campaign","schema":"vattn-fuzz-journal","version":1,"kernel":"host:faulty","seed":9,)"
+        << R"("budget":"small","cases":10})" << "\n"
+        << R"({"t":"run","run":1,"resumed":false})" << "\n"
+        << R"({"t":"case","i":0,"v":"pass","c":"short"})" << "\n"
+        << R"({"t":"case","i":1,"v":"wrong","c":"short","sig":"wrong: vs oracle_fp64","f":"001"})" << "\n"
+        << R"({"t":"finding","id":"001","sig":"wrong: vs oracle_fp64","dir":"x","recipe":"B=1 H=3 P=[0] T=[1]"})"
+        << "\n"
+        << R"({"t":"case","i":2,"v":"wrong","c":"short","sig":"wrong: vs oracle_fp64","f":"001"})" << "\n"
+        << R"({"t":"tick","run":1,"elapsed_s":5.0,"cases":3})" << "\n"
+        << R"({"t":"case","i":3,"v":"pass","c":"sh)";  // the kill came inside this write
+  }
+  auto st = vattn::fuzz::read_journal(path);
+  CHECK(st.torn_lines == 1);
+  CHECK(st.done == std::set<int64_t>{0, 1, 2});
+  CHECK(st.by_verdict["pass"] == 1);
+  CHECK(st.by_verdict["wrong"] == 2);
+  CHECK(st.by_class["short"] == 3);
+  CHECK(st.hits["001"] == 2);
+  CHECK(st.findings.size() == 1);
+  CHECK(st.finding_done.empty());
+  CHECK(st.runs == 1);
+  CHECK(st.seconds == Approx(5.0));
+  CHECK(st.campaign.value("seed", 0) == 9);
+  {
+    vattn::fuzz::Journal j;
+    j.open_append(path);
+    j.append({{"t", "run"}, {"run", 2}, {"resumed", true}});
+    j.append({{"t", "case"}, {"i", 3}, {"v", "pass"}, {"c", "short"}});
+    j.append({{"t", "end"}, {"run", 2}, {"elapsed_s", 1.5}});
+  }
+  st = vattn::fuzz::read_journal(path);
+  CHECK(st.torn_lines == 0);  // the torn line is gone, and the next line started clean
+  CHECK(st.done == std::set<int64_t>{0, 1, 2, 3});
+  CHECK(st.runs == 2);
+  CHECK(st.seconds == Approx(6.5));
+  std::ifstream in(path);
+  std::string line, last;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    last = line;
+  }
+  CHECK(lines == 10);
+  CHECK(last.find("\"end\"") != std::string::npos);
+}
+
+TEST_CASE("fuzz campaign: read_journal refuses what is not a campaign journal, naming the file", "[fuzz-campaign]") {
+  TempDir dir;
+  const std::string path = dir.path + "/journal.jsonl";
+  auto message_of = [&path]() -> std::string {
+    try {
+      vattn::fuzz::read_journal(path);
+    } catch (const InputError& e) {
+      CHECK(e.file() == path);
+      return e.what();
+    }
+    return "(no error)";
+  };
+  CHECK_THAT(message_of(), Catch::Contains("no such journal"));
+  std::ofstream(path) << "";
+  CHECK_THAT(message_of(), Catch::Contains("empty"));
+  std::ofstream(path) << R"({"t":"run","run":1})" << "\n";
+  CHECK_THAT(message_of(), Catch::Contains("not a vattn fuzz campaign line"));
+  std::ofstream(path) << R"({"t":"campaign","schema":"vattn-fuzz-journal","version":2})" << "\n";
+  CHECK_THAT(message_of(), Catch::Contains("journal version 2"));
+  vattn::fuzz::Journal j;
+  CHECK_THROWS_AS(j.create(path), InputError);  // create refuses an existing journal
+}
