@@ -16,7 +16,13 @@
 // oracle's max_k sm_scale*A_k over visible keys. The row sum l gathers n exp() terms in fp32
 // (each exp a few u32 relative, the sum ~sqrt(n)*u32 relative for random rounding) and
 // lse = m + log(l) rounds once more relative to |lse| (base-2 forms add the same order). So
-//     |lse - lse64| <= lse_c * u32 * (sqrt(d_qk)*lse_scale + |lse64| + sqrt(n_keys))
+//     |lse - lse64| <= lse_c * u32 * (sqrt(d_qk)*lse_scale + |lse64| + max(sqrt(n_keys), n_keys/64))
+// The last term: random rounding gives sqrt(n). Alike terms (tied scores, repeated rows) round
+// the same way every time, and a kernel that keeps l as an fp32 running sum over tiles of 32
+// keys then errs by up to u32*n/64 relative (half an ulp per tile, added n/32 times): at
+// P=262144 with the ties profile split-v1 was measured at 1.14x the sqrt(n) bound (vattn fuzz,
+// H200). The two terms meet at n=4096, so nothing changes below that, where one dropped key is
+// still visible in the lse.
 // with lse_c a safety factor, 1: the estimate is already generous, because A_k (the sum of the
 // |products|) bounds partial sums that random-sign data keeps far smaller. For K2.6-like data
 // (lse_scale ~ 20, lse ~ 10) the bound is ~4.5e-5. Measured on the H200 (session 4: 48 generated
@@ -216,9 +222,10 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
     }
     if (lse_class(y) != LseClass::Finite) continue;
     const double err = std::fabs(x - y);
+    const double n = static_cast<double>(keys_of_row[i]);
     const double bound = tol.lse_c * kU32 *
                          (std::sqrt(static_cast<double>(c.d_qk)) * ref64.lse_scale[i] + std::fabs(y) +
-                          std::sqrt(static_cast<double>(keys_of_row[i])));
+                          std::max(std::sqrt(n), n / 64.0));
     const double ratio = over(err, bound);
     r.lse_max_err = std::max(r.lse_max_err, err);
     if (ratio > 1.0) ++lse_over;

@@ -61,6 +61,14 @@ void Journal::sync_if_due() {
   if (now_s() - last_sync_ >= 1.0) sync();
 }
 
+void Journal::close() {
+  if (fd_ >= 0) {
+    ::fsync(fd_);
+    ::close(fd_);
+  }
+  fd_ = -1;
+}
+
 void Journal::sync() {
   if (fd_ >= 0) ::fsync(fd_);
   last_sync_ = now_s();

@@ -37,6 +37,7 @@ class Journal {
   void append(const json& line);  // throws std::runtime_error on a write error
   void sync_if_due();             // fsync when the last one is over a second old
   void sync();
+  void close();
   const std::string& path() const { return path_; }
 
  private:

@@ -28,6 +28,7 @@
 #include "investigation.h"
 #include "journal.h"
 #include "protocol.h"
+#include "target.h"
 #include "worker_process.h"
 
 namespace vattn::fuzz {
@@ -144,7 +145,7 @@ struct Slot {
   // statistics
   int64_t cases = 0, long_cases = 0, respawns = 0;
   double run_s = 0, up_s = 0, pool_s = 0;        // from the current worker's heartbeat
-  double run_s_done = 0, up_s_done = 0;          // from workers already gone
+  double run_s_done = 0, up_s_done = 0, pool_s_done = 0;  // from workers already gone
   json phases = json::object(), phases_done = json::object();  // the target's seconds per phase
 };
 
@@ -254,8 +255,14 @@ void Supervisor::open_campaign() {
       const std::string id = fl.value("id", "");
       auto it = st.finding_done.find(id);
       auto hit = st.hits.find(id);
-      findings_->restore(fl, it == st.finding_done.end() ? nullptr : &it->second, hit == st.hits.end() ? 0 : hit->second);
+      Finding& f =
+          findings_->restore(fl, it == st.finding_done.end() ? nullptr : &it->second, hit == st.hits.end() ? 0 : hit->second);
+      if (f.state == "interrupted") {  // its shrinking was cut short: start it again from the first case
+        f.state = "investigating";
+        waiting_.push_back({&f, f.first, f.recipe});
+      }
     }
+    if (opt_.cases < 0 && opt_.hours < 0) opt_.hours = 8;
     // Coverage is campaign-wide: the recipes of the cases already run come back from the stream.
     for (int64_t i : done_) coverage_.add(stream_->at(i), 0);
     journal_.append({{"t", "run"}, {"run", run_number_}, {"started", utc_now()}, {"resumed", true},
@@ -283,8 +290,6 @@ void Supervisor::open_campaign() {
 }
 
 void Supervisor::make_slots() {
-  fs::create_directories(dir_ + "/workers");
-  fs::create_directories(dir_ + "/pending");
   std::vector<std::string> gpus;
   if (is_host_target(opt_.kernel)) {
     for (int i = 0; i < std::max(1, opt_.workers); ++i) gpus.push_back("");
@@ -319,6 +324,7 @@ void Supervisor::make_slots() {
 void retire_stats(Slot& s) {
   s.up_s_done += s.up_s;
   s.run_s_done += s.run_s;
+  s.pool_s_done += s.pool_s;
   for (auto it = s.phases.begin(); it != s.phases.end(); ++it)
     if (it.value().is_number()) s.phases_done[it.key()] = s.phases_done.value(it.key(), 0.0) + it.value().get<double>();
   s.up_s = s.run_s = s.pool_s = 0;
@@ -374,7 +380,8 @@ void Supervisor::dispatch(Slot& s) {
       f.recipe = r->to_line();
       f.work = recipe_work(*r);
       const std::string repro = dir_ + "/pending/shrink" + std::to_string(-f.index) + ".h5";
-      send_message(s.proc.command_fd(), {{"op", "case"}, {"index", f.index}, {"recipe", f.recipe}, {"repro", repro}});
+      send_message(s.proc.command_fd(),
+                   {{"op", "case"}, {"index", f.index}, {"recipe", f.recipe}, {"repro", repro}, {"force_repro", true}});
       s.inflight[f.index] = f;
       s.respawn_before_next = s.inv->fresh_process();
       return;
@@ -436,6 +443,7 @@ void Supervisor::handle(Slot& s, const json& m) {
   if (ev == "ready") {
     s.ready = true;
     s.startup_failures = 0;
+    for (Finding* f : findings_->all()) send_message(s.proc.command_fd(), {{"op", "known"}, {"sig", f->signature}});
   } else if (ev == "fatal") {
     s.fatal = m.value("reason", "");
     s.fatal_usage = m.value("usage", false);
@@ -637,6 +645,9 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
     } else {
       finding = &findings_->add(v, f.recipe);
       ++new_findings_;
+      for (auto& other : slots_)
+        if (other->ready && other->proc.command_fd() >= 0)
+          send_message(other->proc.command_fd(), {{"op", "known"}, {"sig", finding->signature}});
       journal_.append({{"t", "finding"}, {"id", finding->id}, {"sig", finding->signature}, {"dir", finding->dir},
                        {"recipe", f.recipe}, {"first", v.to_json()}});
       say("FINDING " + finding->id + " " + printable(finding->signature) + " on case " + std::to_string(f.index) + " (" +
@@ -714,11 +725,13 @@ void Supervisor::finish_investigation(Slot& s) {
                      {"stop_reason", inv.stop_reason()}};
   findings_->save(f);
   journal_.append({{"t", "finding-done"}, {"id", f.id}, {"investigation", f.investigation}});
-  say("FINDING " + f.id + " shrunk in " + std::to_string(inv.steps()) + " steps (" + std::to_string(inv.runs()) +
-      " runs" + (inv.confirmed() ? "" : ", NOT confirmed in a fresh worker") + "): " + printable(shrunk) +
-      "\n    reproduce: " + FindingStore::rerun_command(opt_.kernel, shrunk));
+  const std::string line = "FINDING " + f.id + " shrunk in " + std::to_string(inv.steps()) + " steps (" +
+                           std::to_string(inv.runs()) + " runs" +
+                           (inv.confirmed() ? "" : ", NOT confirmed in a fresh worker") + "): " + printable(shrunk) +
+                           "\n    reproduce: " + FindingStore::rerun_command(opt_.kernel, shrunk);
   s.inv.reset();
   s.inv_finding = nullptr;
+  say(line);
   // A crash class ran its last candidate in a process of its own: start fuzzing in a fresh one.
   if (takes_worker_down(f.first.verdict)) s.proc.kill_group();
 }
@@ -795,9 +808,12 @@ std::string Supervisor::summary_text(const std::string& reason) const {
     const double su = s->up_s_done + s->up_s, sr = s->run_s_done + s->run_s;
     up += su;
     run += sr;
-    std::snprintf(buf, sizeof buf, "\n    %s: %lld cases, main thread (%s) busy %.0f%% of %.0f s, %lld worker start(s)",
+    const double sp = s->pool_s_done + s->pool_s;
+    std::snprintf(buf, sizeof buf,
+                  "\n    %s: %lld cases, main thread (%s) busy %.0f%% of %.0f s, pool threads busy %.1f on average, "
+                  "%lld worker start(s)",
                   s->label.c_str(), static_cast<long long>(s->cases), s->gpu.empty() ? "target" : "GPU",
-                  su > 0 ? 100 * sr / su : 0.0, su, static_cast<long long>(s->respawns));
+                  su > 0 ? 100 * sr / su : 0.0, su, su > 0 ? sp / su : 0.0, static_cast<long long>(s->respawns));
     os << buf;
     json ph = s->phases_done;
     for (auto it = s->phases.begin(); it != s->phases.end(); ++it)
@@ -849,8 +865,20 @@ void Supervisor::write_summary(const std::string& reason) {
 }
 
 int Supervisor::run() {
-  open_campaign();
-  make_slots();
+  const bool fresh = opt_.resume_dir.empty();
+  if (fresh) {
+    // Everything that can be checked here is, before the campaign directory exists: a host
+    // target's name and rules, and whether a GPU revision has a GPU. A revision library that does
+    // not load is only seen by the first worker (the supervisor never loads CUDA code).
+    if (is_host_target(opt_.kernel)) (void)make_host_target(TargetOptions{opt_.kernel, GenBudget::small()});
+    make_slots();
+    open_campaign();
+  } else {
+    open_campaign();
+    make_slots();
+  }
+  fs::create_directories(dir_ + "/workers");
+  fs::create_directories(dir_ + "/pending");
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -914,6 +942,14 @@ int Supervisor::run() {
   if (!fatal_reason_.empty() && cases_this_run_ == 0) {
     std::fprintf(stderr, "vattn fuzz: nothing could run: %s\n", printable(fatal_reason_).c_str());
     journal_.append({{"t", "end"}, {"run", run_number_}, {"elapsed_s", since(t0_)}, {"reason", fatal_reason_}});
+    if (fresh) {
+      // A campaign that never ran a case leaves nothing behind: the same --out works once fixed.
+      journal_.close();
+      std::error_code ec;
+      for (const char* entry : {"journal.jsonl", "findings", "workers", "pending", "summary.json"})
+        fs::remove_all(dir_ + "/" + entry, ec);
+      fs::remove(dir_, ec);  // only if empty: it may have held the user's files before
+    }
     return 2;
   }
   const std::string reason = fatal_reason_.empty() ? stop_reason_ : stop_reason_ + ": " + fatal_reason_;
@@ -1032,6 +1068,8 @@ int run_single_recipe(const CampaignOptions& options, const std::string& recipe_
     }
   }
   proc.stop(2.0);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);  // the worker's log: kept above only where a message points to it
   if (v.verdict == "input-error") {
     std::fprintf(stderr, "vattn fuzz: --recipe: %s\n", printable(v.detail).c_str());
     return 2;

@@ -32,8 +32,8 @@ std::string hex(uint32_t v) {
 // stored in bf16 add a rounding of each split's mean: about a fifth of the outputs move by one
 // ulp. The bf16 tolerance model cannot see that (it allows u * sum_k p_k |v_k|); this can. The
 // kernel's own single-split run of the same zero-query case is the baseline (its fp32
-// accumulation over a long row may misround a few elements too): the multi-split run may
-// misround at most 2% more of the elements, and by at most one ulp more.
+// accumulation over a long row may misround a few elements too): away from rounding ties, the
+// multi-split run may misround at most 2% more of the elements, and by at most one ulp more.
 constexpr double kMaxExtraMisrounded = 0.02;
 
 bool zero_q_applies(const Recipe& r) { return r.profile == "uniform" || r.profile == "k26" || r.profile == "ties"; }
@@ -47,6 +47,17 @@ int64_t ulp_distance(float a, float b) {
   return std::llabs(static_cast<long long>(key(a)) - key(b));
 }
 
+// Whether an fp32 value lies within 1/64 ulp of a bf16 rounding midpoint (the 16 bits below
+// bf16's mantissa near 0x8000): a tie that any last-bit difference of a correct fp32 computation
+// may round either way. Means of a few bf16 values land exactly on midpoints often (2% of the
+// elements of short k26 cases did, in the first H200 campaign), so ties are left out.
+bool near_tie(float r) {
+  uint32_t u = 0;
+  std::memcpy(&u, &r, sizeof u);
+  const int low = static_cast<int>(u & 0xffffu);
+  return std::abs(low - 0x8000) <= 0x400;
+}
+
 struct Rounding {
   int64_t checked = 0, misrounded = 0, worst = 0;
   size_t worst_at = 0;
@@ -56,7 +67,7 @@ struct Rounding {
 Rounding rounding_against(const std::vector<float>& out, const std::vector<float>& ref) {
   Rounding r;
   for (size_t i = 0; i < out.size() && i < ref.size(); ++i) {
-    if (!std::isfinite(ref[i]) || std::fabs(ref[i]) < 1e-30f) continue;
+    if (!std::isfinite(ref[i]) || std::fabs(ref[i]) < 1e-30f || near_tie(ref[i])) continue;
     ++r.checked;
     const int64_t d = std::isfinite(out[i]) ? ulp_distance(out[i], round_to_bf16(ref[i])) : (int64_t{1} << 30);
     if (d > 0) ++r.misrounded;
@@ -189,7 +200,10 @@ class GpuTarget : public Target {
     auto zero_single = std::make_shared<std::vector<float>>();
     auto zero_ref = std::make_shared<std::vector<float>>();
     int zero_splits = 0;
-    if (!faulted && res->ok() && res->splits_used >= 2 && zero_q_applies(r)) {
+    // Every short case that qualifies; one long case in four (its two extra runs and oracle pass
+    // would otherwise cost a third of a long case's time).
+    const bool sampled = !gpu_oracle || r.seed % 4 == 0;
+    if (!faulted && sampled && res->ok() && res->splits_used >= 2 && zero_q_applies(r)) {
       Phase p(zero_s_);
       VATTN_CUDA(cudaMemset(dc->q.data(), 0, dc->q.bytes()));
       const int forced = static_cast<int>(res->splits_used);
@@ -204,7 +218,7 @@ class GpuTarget : public Target {
     }
     const std::string target = name();
     return [&c, r, res, naive, gpu_oracle, fault, zero_out, zero_single, zero_ref, zero_splits,
-            target](const std::string& repro) {
+            target](const ReproRequest& repro) {
       Verdict v;
       Reference ref64, bf16;
       const Reference* ref = naive.get();
@@ -261,7 +275,7 @@ class GpuTarget : public Target {
           }
           if (v.verdict == "pass") {
             v = compare_verdict(c, *ref, nullptr, out, lse, oracle, target);
-            if (v.failed()) v.check = "fault " + r.fault + ": other rows vs " + oracle;
+            if (v.failed()) v.check = "fault " + r.fault + ": other rows vs oracle";
           }
         }
       } else if (res->device_error != 0) {
@@ -281,10 +295,10 @@ class GpuTarget : public Target {
           }
         }
       }
-      if (v.failed() && !repro.empty()) {
+      if (repro.wanted(v)) {
         if (ref->out.empty()) references();
-        write_repro_file(c, repro, target, ref, oracle, &res->out, &res->lse, v.signature() + ": " + v.detail);
-        v.repro = repro;
+        write_repro_file(c, repro.path, target, ref, oracle, &res->out, &res->lse, v.signature() + ": " + v.detail);
+        v.repro = repro.path;
       }
       return v;
     };

@@ -93,12 +93,12 @@ class HostReference : public Target {
     auto out = std::make_shared<std::vector<float>>(result->out.begin(), result->out.end());
     auto lse = std::make_shared<std::vector<float>>(result->lse.begin(), result->lse.end());
     if (!wrong.empty() && !out->empty()) (*out)[out->size() / 2] += 0.75f;  // far outside any bf16 bound
-    return [this, &c, result, out, lse](const std::string& repro) {
+    return [this, &c, result, out, lse](const ReproRequest& repro) {
       const Reference ref = oracle_fp64(c);
       Verdict v = compare_verdict(c, ref, result.get(), *out, *lse, "oracle_fp64", name_);
-      if (v.failed() && !repro.empty()) {
-        write_repro_file(c, repro, name_, &ref, "oracle_fp64", out.get(), lse.get(), v.signature());
-        v.repro = repro;
+      if (repro.wanted(v)) {
+        write_repro_file(c, repro.path, name_, &ref, "oracle_fp64", out.get(), lse.get(), v.signature());
+        v.repro = repro.path;
       }
       return v;
     };

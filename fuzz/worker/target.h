@@ -18,7 +18,15 @@
 
 namespace vattn::fuzz {
 
-using Check = std::function<Verdict(const std::string& repro_path)>;
+// Where a failing check writes its evidence, unless its signature is one the campaign has
+// evidence of already (a bug hit ten thousand times needs one repro file, not ten thousand).
+struct ReproRequest {
+  std::string path;  // "" = write none
+  std::function<bool(const std::string& signature)> known;
+  bool wanted(const Verdict& v) const { return v.failed() && !path.empty() && !(known && known(v.signature())); }
+};
+
+using Check = std::function<Verdict(const ReproRequest& repro)>;
 
 // Raised by run() when the device is unusable from now on (a sticky CUDA error): the worker
 // reports the case as a crash and exits.

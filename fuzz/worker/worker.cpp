@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -79,10 +80,27 @@ class Pool {
   bool stop_ = false;
 };
 
+// Signatures the campaign has evidence of already (op "known"): their repros are not written again.
+class KnownSignatures {
+ public:
+  void add(const std::string& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    known_.insert(s);
+  }
+  bool has(const std::string& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return known_.count(s) != 0;
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<std::string> known_;
+};
+
 struct Job {
   int64_t index = -1;
   std::string recipe_line, repro;
-  bool repro_only = false;
+  bool repro_only = false, force_repro = false;
   Recipe recipe;
   std::shared_ptr<Case> c;
   std::string generate_error;
@@ -153,6 +171,7 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
 
   Pool pool(threads);
   ReadyQueue ready;
+  KnownSignatures known;
   std::atomic<double> run_s{0};
   std::atomic<int> busy{0};
   std::atomic<bool> done{false};
@@ -177,12 +196,17 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
           ready.close();
           return;
         }
+        if (op == "known") {
+          known.add(m.value("sig", ""));
+          continue;
+        }
         if (op != "case" && op != "repro") continue;
         auto job = std::make_shared<Job>();
         job->index = m.value("index", int64_t{-1});
         job->recipe_line = m.value("recipe", "");
         job->repro = m.value("repro", "");
         job->repro_only = op == "repro";
+        job->force_repro = m.value("force_repro", false);
         ready.expect_one_more();
         ++busy;
         pool.push(
@@ -233,7 +257,7 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
       ::_exit(70);  // the device context is gone: nothing more can run in this process
     } catch (const std::exception& e) {
       const std::string what = e.what();
-      check = [what](const std::string&) {
+      check = [what](const ReproRequest&) {
         Verdict v;
         v.verdict = "refused";
         v.check = "run";
@@ -245,11 +269,13 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
     run_s = run_s + target_s;
     report.send({{"ev", "ran"}, {"index", job->index}});
     pool.push(
-        [job, check = std::move(check), target_s, t0, &report, &busy] {
+        [job, check = std::move(check), target_s, t0, &report, &busy, &known] {
           const auto c0 = Clock::now();
           Verdict v;
+          ReproRequest repro{job->repro, nullptr};
+          if (!job->force_repro) repro.known = [&known](const std::string& sig) { return known.has(sig); };
           try {
-            v = check(job->repro);
+            v = check(repro);
           } catch (const std::exception& e) {
             v.verdict = "input-error";
             v.check = "check";

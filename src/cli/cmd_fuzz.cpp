@@ -92,7 +92,7 @@ int cmd_fuzz(int argc, char** argv) {
       if (!(o.hours > 0) || o.hours > 24 * 365) throw UsageError("--hours must be > 0 (got " + args.get("hours") + ")");
     }
     if (args.has("cases")) o.cases = args.get_int("cases", 0, 1, int64_t{1} << 40);
-    if (o.hours < 0 && o.cases < 0) o.hours = 8;
+    if (o.hours < 0 && o.cases < 0 && o.resume_dir.empty()) o.hours = 8;  // a resumed campaign keeps its --cases
     if (args.has("seed")) {
       o.seed = static_cast<uint64_t>(args.get_int("seed", 1, 0, INT64_MAX));
       o.seed_given = true;
