@@ -13,6 +13,7 @@
 #include "device_case.h"
 #include "kernel_runner.h"
 #include "naive_runner.h"
+#include "partials_check.h"
 #include "revision.h"
 #include "verify.h"
 
@@ -26,73 +27,8 @@ std::string hex(uint32_t v) {
   return buf;
 }
 
-// The fp32-partials property. With every query zero, every score is 0 and every probability
-// exactly 1, so a row's output is the plain mean of the V rows it sees, and nothing a correct
-// kernel does rounds below fp32 before the final bf16 store, whatever the split count. Partials
-// stored in bf16 add a rounding of each split's mean: about a fifth of the outputs move by one
-// ulp. The bf16 tolerance model cannot see that (it allows u * sum_k p_k |v_k|); this can. The
-// kernel's own single-split run of the same zero-query case is the baseline (its fp32
-// accumulation over a long row may misround a few elements too): away from rounding ties, the
-// multi-split run may misround at most 2% more of the elements, and by at most one ulp more.
-constexpr double kMaxExtraMisrounded = 0.02;
-
+// The fp32-partials property (partials_check.h) applies where the means are of plain data.
 bool zero_q_applies(const Recipe& r) { return r.profile == "uniform" || r.profile == "k26" || r.profile == "ties"; }
-
-// Distance in bf16 ulps between two finite bf16 values (same-sign lattice; across zero, summed).
-int64_t ulp_distance(float a, float b) {
-  auto key = [](float f) {
-    const int32_t bits = static_cast<int32_t>(float_to_bf16(f));
-    return bits & 0x8000 ? -(bits & 0x7fff) : bits;
-  };
-  return std::llabs(static_cast<long long>(key(a)) - key(b));
-}
-
-// Whether an fp32 value lies within 1/64 ulp of a bf16 rounding midpoint (the 16 bits below
-// bf16's mantissa near 0x8000): a tie that any last-bit difference of a correct fp32 computation
-// may round either way. Means of a few bf16 values land exactly on midpoints often (2% of the
-// elements of short k26 cases did, in the first H200 campaign), so ties are left out.
-bool near_tie(float r) {
-  uint32_t u = 0;
-  std::memcpy(&u, &r, sizeof u);
-  const int low = static_cast<int>(u & 0xffffu);
-  return std::abs(low - 0x8000) <= 0x400;
-}
-
-struct Rounding {
-  int64_t checked = 0, misrounded = 0, worst = 0;
-  size_t worst_at = 0;
-  double share() const { return checked ? static_cast<double>(misrounded) / static_cast<double>(checked) : 0.0; }
-};
-
-Rounding rounding_against(const std::vector<float>& out, const std::vector<float>& ref) {
-  Rounding r;
-  for (size_t i = 0; i < out.size() && i < ref.size(); ++i) {
-    if (!std::isfinite(ref[i]) || std::fabs(ref[i]) < 1e-30f || near_tie(ref[i])) continue;
-    ++r.checked;
-    const int64_t d = std::isfinite(out[i]) ? ulp_distance(out[i], round_to_bf16(ref[i])) : (int64_t{1} << 30);
-    if (d > 0) ++r.misrounded;
-    if (d > r.worst) {
-      r.worst = d;
-      r.worst_at = i;
-    }
-  }
-  return r;
-}
-
-std::string partials_problem(const std::vector<float>& multi, const std::vector<float>& single,
-                             const std::vector<float>& ref, int splits_used) {
-  const Rounding m = rounding_against(multi, ref), s = rounding_against(single, ref);
-  if (m.checked == 0) return "";
-  if (m.share() <= s.share() + kMaxExtraMisrounded && m.worst <= std::max<int64_t>(s.worst, 1) + 1) return "";
-  char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "zero-query run: %d splits misround %.2f%% of %lld elements, one split %.2f%% (allowed +%.0f%%); "
-                "worst %lld ulp (one split %lld) at flat index %zu (%g vs mean %g)",
-                splits_used, 100 * m.share(), static_cast<long long>(m.checked), 100 * s.share(),
-                100 * kMaxExtraMisrounded, static_cast<long long>(m.worst), static_cast<long long>(s.worst), m.worst_at,
-                multi[m.worst_at], ref[m.worst_at]);
-  return buf;
-}
 
 struct FaultPlan {
   uint32_t expect = 0;   // error bits of which at least one must be set
@@ -198,7 +134,7 @@ class GpuTarget : public Target {
     // The fp32-partials property on the same case with every query zero (see partials_problem).
     auto zero_out = std::make_shared<std::vector<float>>();
     auto zero_single = std::make_shared<std::vector<float>>();
-    auto zero_ref = std::make_shared<std::vector<float>>();
+    auto zero_ref = std::make_shared<std::vector<float>>(), zero_abs = std::make_shared<std::vector<float>>();
     int zero_splits = 0;
     // Every short case that qualifies; one long case in four (its two extra runs and oracle pass
     // would otherwise cost a third of a long case's time).
@@ -209,15 +145,16 @@ class GpuTarget : public Target {
       const int forced = static_cast<int>(res->splits_used);
       const RunResult z = runner.run(*dc, forced), one = runner.run(*dc, 1);
       if (z.ok() && one.ok()) {
-        std::vector<float> zl;
-        run_naive_gpu_oracle(*dc, *zero_ref, zl);
+        const Reference mean = naive_gpu_reference(*dc);
+        zero_ref->assign(mean.out.begin(), mean.out.end());
+        zero_abs->assign(mean.abs_pv.begin(), mean.abs_pv.end());
         *zero_out = z.out;
         *zero_single = one.out;
         zero_splits = static_cast<int>(z.splits_used);
       }
     }
     const std::string target = name();
-    return [&c, r, res, naive, gpu_oracle, fault, zero_out, zero_single, zero_ref, zero_splits,
+    return [&c, r, res, naive, gpu_oracle, fault, zero_out, zero_single, zero_ref, zero_abs, zero_splits,
             target](const ReproRequest& repro) {
       Verdict v;
       Reference ref64, bf16;
@@ -287,7 +224,7 @@ class GpuTarget : public Target {
         v = compare_verdict(c, *ref, yardstick, res->out, res->lse, oracle, target);
         v.device_error = res->device_error;
         if (!v.failed() && !zero_out->empty()) {
-          const std::string bad = partials_problem(*zero_out, *zero_single, *zero_ref, zero_splits);
+          const std::string bad = partials_problem(*zero_out, *zero_single, *zero_ref, *zero_abs, zero_splits);
           if (!bad.empty()) {
             v.verdict = "wrong";
             v.check = "fp32 partials";

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <set>
 #include <string>
 
@@ -13,12 +14,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "bf16.h"
 #include "case.h"
 #include "case_stream.h"
 #include "gen_recipe.h"
 #include "generate.h"
 #include "investigation.h"
 #include "journal.h"
+#include "partials_check.h"
 #include "protocol.h"
 
 using vattn::InputError;
@@ -338,4 +341,65 @@ TEST_CASE("fuzz campaign: read_journal refuses what is not a campaign journal, n
   CHECK_THAT(message_of(), Catch::Contains("journal version 2"));
   vattn::fuzz::Journal j;
   CHECK_THROWS_AS(j.create(path), InputError);  // create refuses an existing journal
+}
+
+namespace fuzz = vattn::fuzz;
+
+// The fp32-partials property (fuzz/worker/partials_check.h) on synthetic zero-query outputs: the
+// mean of V rows computed the way a kernel with fp32 partials does passes, one whose split means
+// were stored in bf16 fails, and a cancelling mean with an fp32-sized error is not called wrong.
+namespace {
+struct Means {
+  std::vector<float> mean, mean_abs, fp32, bf16_partials;
+};
+Means synthetic_means(int n, int splits, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Means m;
+  for (int i = 0; i < n; ++i) {
+    // Each split's mean differs from the whole mean by a zero-sum offset, as for real data.
+    std::vector<double> part(static_cast<size_t>(splits));
+    double whole = 0;
+    for (auto& p : part) {
+      p = 0.05 * u(rng);
+      whole += p / splits;
+    }
+    m.mean.push_back(static_cast<float>(whole));
+    m.mean_abs.push_back(0.5f);
+    m.fp32.push_back(vattn::round_to_bf16(static_cast<float>(whole * (1 + 1e-7 * u(rng)))));
+    float merged = 0;
+    for (double p : part) merged += vattn::round_to_bf16(static_cast<float>(p)) / static_cast<float>(splits);
+    m.bf16_partials.push_back(vattn::round_to_bf16(merged));
+  }
+  return m;
+}
+}  // namespace
+
+TEST_CASE("fuzz campaign: the fp32-partials property passes fp32 merges and fails bf16 partials", "[fuzz]") {
+  const Means m = synthetic_means(20000, 4, 7);
+  const std::vector<float>& single = m.fp32;
+  CHECK(fuzz::partials_problem(m.fp32, single, m.mean, m.mean_abs, 4).empty());
+  const std::string bad = fuzz::partials_problem(m.bf16_partials, single, m.mean, m.mean_abs, 4);
+  INFO(bad);
+  CHECK_FALSE(bad.empty());
+  const fuzz::RoundingTally t = fuzz::tally_rounding(m.bf16_partials, m.mean, m.mean_abs);
+  CHECK(t.share() > 0.05);
+  CHECK(fuzz::tally_rounding(m.fp32, m.mean, m.mean_abs).share() < 0.01);
+}
+
+TEST_CASE("fuzz campaign: a cancelling mean with an fp32-sized error is not a partials failure", "[fuzz]") {
+  // Seen on split-v1 (H200): 2.49594e-07 against a mean of 2.41819e-07 over values of size ~0.5 is
+  // 4 bf16 ulps of the mean but 1.6e-8 of the magnitudes summed: fp32 arithmetic, not bf16 partials.
+  const std::vector<float> mean{2.41819e-07f}, mean_abs{0.5f}, out{2.49594e-07f}, single{vattn::round_to_bf16(2.41819e-07f)};
+  CHECK(fuzz::partials_problem(out, single, mean, mean_abs, 6).empty());
+  // Without the magnitudes it would be one.
+  CHECK_FALSE(fuzz::partials_problem(out, single, mean, {0.0f}, 6).empty());
+}
+
+TEST_CASE("fuzz campaign: rounding ties are left out of the fp32-partials property", "[fuzz]") {
+  // 0.0798340 lies on the midpoint between the bf16 values 0.0795898 and 0.0800781.
+  const float tie = (0.0795898f + 0.0800781f) / 2;
+  CHECK(fuzz::near_bf16_tie(tie));
+  CHECK_FALSE(fuzz::near_bf16_tie(0.0795898f));
+  CHECK(fuzz::tally_rounding({0.0795898f}, {tie}, {0.5f}).checked == 0);
 }
