@@ -212,6 +212,7 @@ class GpuTarget : public Target {
           }
           if (v.verdict == "pass") {
             v = compare_verdict(c, *ref, nullptr, out, lse, oracle, target);
+            v.device_error = res->device_error;  // the error-word path this case reached (coverage)
             if (v.failed()) v.check = "fault " + r.fault + ": other rows vs oracle";
           }
         }
