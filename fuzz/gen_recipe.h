@@ -1,4 +1,4 @@
-// Shrinkable RapidCheck generators over case recipes (src/generate.h).
+// Shrinkable RapidCheck generators over case recipes (src/case/recipe.h).
 // A property draws a Recipe, builds the Case with generate_case, and on failure RapidCheck
 // shrinks the Recipe toward the simplest one that still fails: one request, one head, short
 // prefix, one draft, chain tree, contiguous pool, uniform values, no poison, auto splits.

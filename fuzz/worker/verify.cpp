@@ -1,6 +1,6 @@
 #include "verify.h"
 
-#include "case_h5.h"
+#include "case_file.h"
 
 namespace vattn::fuzz {
 

@@ -60,7 +60,7 @@ class Args {
   std::vector<std::string> positional_;
 };
 
-// VATTN_READ_TIMEOUT (src/read_watchdog.h) checked up front: a bad value is a UsageError.
+// VATTN_READ_TIMEOUT (src/casefile/read_watchdog.h) checked up front: a bad value is a UsageError.
 void check_read_timeout();
 
 // Comma-separated non-negative integers ("4099,0,17"); UsageError naming the option.

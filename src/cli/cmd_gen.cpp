@@ -6,7 +6,7 @@
 
 #include "args.h"
 #include "bf16.h"
-#include "case_h5.h"
+#include "case_file.h"
 #include "commands.h"
 #include "cpu_oracle.h"
 #include "gen_kinds.h"

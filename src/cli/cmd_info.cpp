@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "args.h"
-#include "case_h5.h"
+#include "case_file.h"
 #include "commands.h"
 #include "read_watchdog.h"
 

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "args.h"
-#include "case_h5.h"
+#include "case_file.h"
 #include "commands.h"
 #include "cuda_check.h"
 #include "gen_kinds.h"

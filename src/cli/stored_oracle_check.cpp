@@ -82,7 +82,7 @@ CompareReport check_stored_oracle(const Case& c, const Reference& ref64, const S
     r.failures.push_back(fail.str());
     fail.str("");
   }
-  if (r.ref_norm == 0 && c.any_row_has_keys()) {  // the same rule as compare() in src/tolerance.cpp
+  if (r.ref_norm == 0 && c.any_row_has_keys()) {  // the same rule as compare() in src/check/tolerance.cpp
     r.failures.push_back("ref_norm: the recomputed oracle output is all zero (or non-finite) though some rows have "
                          "keys; the comparison could not fail");
   }

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "case.h"
-#include "case_h5.h"
+#include "case_file.h"
 
 namespace {
 

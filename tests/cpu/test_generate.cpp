@@ -13,7 +13,7 @@
 
 #include "bf16.h"
 #include "case.h"
-#include "case_h5.h"
+#include "case_file.h"
 #include "generate.h"
 
 using vattn::Case;

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "case_h5.h"
+#include "case_file.h"
 #include "cpu_oracle.h"
 #include "naive_runner.h"
 

@@ -1,6 +1,5 @@
-// Case generators. A Recipe is the whole description of a generated case: printed as one
-// line, parsed back from that line, and the tensors follow from it deterministically, so
-// the line re-creates the case (`vattn replay --recipe "LINE"`).
+// A Recipe is the whole description of a generated case: printed as one line, parsed back from
+// that line (recipe_line.cpp), and the generators (gen/) make the tensors from it.
 #pragma once
 
 #include <cstdint>
@@ -41,11 +40,5 @@ struct Recipe {
 // as the way to re-create a failing case, so readers and writers of case files refuse a wrong one.
 // Expects a case that validate()s.
 std::string recipe_mismatch(const Case& c);
-
-// Builds a valid case (validate() passes) with the given name; recipe line stored in Case::recipe.
-Case generate_case(const Recipe& r, const std::string& name = "case");
-
-// Parent links of one request's draft tree of t nodes for a tree kind (parents precede children).
-std::vector<int32_t> make_tree(const std::string& kind, int t, uint64_t seed);
 
 }  // namespace vattn

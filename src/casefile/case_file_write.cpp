@@ -12,7 +12,7 @@
 #include <system_error>
 
 #include "bf16.h"
-#include "case_h5.h"
+#include "case_file.h"
 #include "generate.h"
 #include "h5_attr.h"
 #include "h5_case_io.h"

@@ -1,12 +1,12 @@
 // Pieces of the case-file reader that the writer reuses (write_case_output edits an existing
-// file, which must first be recognised as a case file). Implemented in case_h5.cpp.
+// file, which must first be recognised as a case file). Implemented in case_file_read.cpp.
 #pragma once
 
 #include <hdf5.h>
 
 #include <string>
 
-#include "case_h5.h"
+#include "case_file.h"
 #include "h5_handle.h"
 
 namespace vattn::h5 {

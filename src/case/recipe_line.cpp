@@ -13,7 +13,7 @@
 
 #include "gen_kinds.h"
 #include "gen_values.h"
-#include "generate.h"
+#include "recipe.h"
 
 namespace vattn {
 
