@@ -10,7 +10,7 @@
 #include <system_error>
 
 #include "bf16.h"
-#include "generate.h"
+#include "recipe.h"
 #include "h5_attr.h"
 #include "h5_case_io.h"
 #include "h5_dataset.h"

@@ -13,7 +13,7 @@
 
 #include "bf16.h"
 #include "case_file.h"
-#include "generate.h"
+#include "recipe.h"
 #include "h5_attr.h"
 #include "h5_case_io.h"
 #include "h5_dataset.h"
