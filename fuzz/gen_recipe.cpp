@@ -143,6 +143,20 @@ GenBudget GenBudget::large() {
   return b;
 }
 
+GenBudget GenBudget::long_context() {
+  GenBudget b;
+  b.name = "long";
+  b.max_batch = 4;
+  b.max_heads = 16;
+  b.max_prefix = 262144;
+  b.max_drafts = 65;
+  b.max_total_kv = 400000;
+  b.max_total_drafts = 130;
+  b.max_work = 48000000;
+  b.max_splits = 64;
+  return b;
+}
+
 GenBudget GenBudget::from_env() {
   return from_lookup([](const char* var) -> const char* { return std::getenv(var); });
 }

@@ -34,6 +34,9 @@ struct GenBudget {
   static GenBudget small();   // CPU default: every property in well under a minute on 2 cores
   static GenBudget medium();  // longer CPU runs: reaches 4099 and DDTree-sized drafts
   static GenBudget large();   // GPU: prefixes up to 262144, drafts up to 1025, 128 heads
+  // The long-context share of `vattn fuzz --budget large`: prefixes up to 262144 with work held
+  // to what the naive GPU oracle checks in tens of milliseconds (fuzz/campaign/case_stream.h).
+  static GenBudget long_context();
 
   // VATTN_FUZZ_BUDGET=small|medium|large, then per-field overrides VATTN_FUZZ_MAX_BATCH,
   // _MAX_HEADS, _MAX_PREFIX, _MAX_DRAFTS, _MAX_TOTAL_KV, _MAX_TOTAL_DRAFTS, _MAX_WORK,

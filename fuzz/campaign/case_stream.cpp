@@ -20,20 +20,6 @@ uint64_t draw(uint64_t seed, uint64_t stream, int64_t index) {
   return gen::sub_seed(seed, stream, static_cast<uint64_t>(index));
 }
 
-GenBudget long_budget() {
-  GenBudget b;
-  b.name = "long";
-  b.max_batch = 4;
-  b.max_heads = 16;
-  b.max_prefix = 262144;
-  b.max_drafts = 65;
-  b.max_total_kv = 400000;
-  b.max_total_drafts = 130;
-  b.max_work = 48000000;  // the naive GPU oracle's share of a long case stays in the tens of ms
-  b.max_splits = 64;
-  return b;
-}
-
 // Makes request 0 a long context and trims the rest of the recipe back into the budget:
 // drafts first (halving the largest T_b), then heads, then the other prefixes.
 void make_long(Recipe& r, const GenBudget& b, uint64_t bits) {
@@ -80,7 +66,7 @@ CaseStream::CaseStream(StreamConfig config) : config_(std::move(config)) {
     short_ = GenBudget::medium();
   } else if (config_.budget == "large") {
     short_ = GenBudget::medium();
-    long_ = long_budget();
+    long_ = GenBudget::long_context();
   } else {
     throw InputError("", "", "--budget", "must be small, medium or large, got '" + config_.budget + "'");
   }

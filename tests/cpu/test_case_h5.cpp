@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+
+#include "temp_dir.h"
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -25,21 +27,7 @@ namespace {
 using vattn::Case;
 using vattn::StoredOutput;
 
-// A fresh directory under /tmp, removed with everything in it at scope exit.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/vattn_h5_test_XXXXXX";
-    const char* made = mkdtemp(tmpl);
-    REQUIRE(made != nullptr);
-    path = made;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
+using vattn::test::TempDir;
 
 // bf16 bits from every corner of the encoding (NaN payloads, infinities, denormals, -0).
 std::vector<uint16_t> random_bits(size_t n, std::mt19937& rng) {

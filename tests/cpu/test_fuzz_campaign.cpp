@@ -14,6 +14,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "temp_dir.h"
+
 #include "bf16.h"
 #include "case.h"
 #include "case_stream.h"
@@ -34,20 +36,7 @@ using vattn::fuzz::Verdict;
 
 namespace {
 
-// A fresh directory under /tmp, removed with everything in it at scope exit.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/vattn_fuzz_campaign_test_XXXXXX";
-    const char* made = mkdtemp(tmpl);
-    REQUIRE(made != nullptr);
-    path = made;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using vattn::test::TempDir;
 
 const char* kStart = "B=2 H=3 P=[64,5] T=[25,17] tree=wide profile=k26 layout=reversed poison=1 seed=1910826897 "
                      "scale=0.1446796 splits=2";
