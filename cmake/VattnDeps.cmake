@@ -1,6 +1,9 @@
+# SPDX-License-Identifier: Apache-2.0
 # Third-party dependencies, all from Debian packages through find_package. Nothing is downloaded.
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
-find_package(CUDAToolkit REQUIRED)
+if(VATTN_HAVE_CUDA)
+  find_package(CUDAToolkit REQUIRED)
+endif()
 
 if(VATTN_PORTABLE)
   # Static HDF5 so the binaries need only libc on the GPU machine (it has no HDF5).
@@ -36,8 +39,14 @@ if(VATTN_BUILD_TESTS)
 endif()
 
 # Links a test or tool executable for the bare GPU machine when VATTN_PORTABLE is on.
+# In a VATTN_SANITIZE build it also links the sanitizers' defaults (cmake/sanitizer_defaults.c).
 function(vattn_portable_exe target)
   if(VATTN_PORTABLE)
     target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc)
+  endif()
+  if(VATTN_SANITIZE)
+    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/cmake/sanitizer_defaults.c)
+    set_property(SOURCE ${PROJECT_SOURCE_DIR}/cmake/sanitizer_defaults.c TARGET_DIRECTORY ${target} APPEND PROPERTY
+                 COMPILE_DEFINITIONS VATTN_ASAN_SUPPRESSIONS="${PROJECT_SOURCE_DIR}/cmake/asan.supp")
   endif()
 endfunction()

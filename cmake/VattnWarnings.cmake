@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Warnings for the project's own code (third-party headers come in as SYSTEM).
 add_library(vattn_warnings INTERFACE)
 target_compile_options(vattn_warnings INTERFACE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shrinkable RapidCheck generators over case recipes (src/case/recipe.h).
 // A property draws a Recipe, builds the Case with generate_case, and on failure RapidCheck
 // shrinks the Recipe toward the simplest one that still fails: one request, one head, short

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RapidCheck <-> Catch2 glue that reproduces. rapidcheck/catch.h's rc::prop ignores
 // RC_PARAMS="reproduce=..." (it runs properties with an empty id), so a failure seen in CI
 // could not be replayed. vattn::rc_prop names each property "<test name>/<property>",

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sm_80-class instructions the kernel is built from: mma.sync (bf16 m16n8k16, fp32
 // accumulate), ldmatrix, cp.async. Nothing newer (no wgmma, no TMA, no tcgen05), so the same
 // code runs on sm_120 (RTX PRO 6000) and sm_90 (H200, where the tests run).

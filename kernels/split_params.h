@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One params struct for every kernel of the split revision, passed by value
 // (__grid_constant__), plus the workspace layout all three kernels agree on.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Step 2 of 3: partial attention. One work item = (request, row tile of 32 query rows, KV
 // split). The block streams the split's keys through shared memory once, 32 keys per stage,
 // and every one of its 32 rows (all heads of the drafts in the tile: the MLA saving) uses

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Step 1 of 3: the device-side planner. One block reads the lengths (they live on the device,
 // so a captured graph re-plans on every replay), validates them against the plan limits,
 // picks each request's split count and lays out the work items.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Step 3 of 3: merge the split partials of each row by their LSE weights. Also the place
 // where a run the planner refused is made loud: every output row becomes NaN.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-tree revision "split-v1" behind the ABI of vattn_abi.h: host-side checks, then
 // three launches (plan, partial, reduce) whose shapes depend only on the plan limits.
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-tile math of split-v1's work item (32 query rows x one 32-key stage), in the order
 // the partial kernel runs it. Shared by the kernel (split_partial.cuh) and by
 // vattn_ceiling_probe (src/gpu/probe/), so that the probe times the kernel's own per-tile math.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* vattn kernel revision ABI, version 1.
  *
  * Every verify-attention kernel revision implements this C interface, so the suite can drive
@@ -5,7 +6,7 @@
  * (`--kernel path/to/librev.so`) without rebuilding. Plain C, CUDA runtime types only:
  * no exceptions, no C++ types, no test or file-format headers cross this boundary.
  *
- * Contract: shared/spec/verify-attention.md. Planning (host, once: limits -> workspace bytes)
+ * Contract: docs/verify-attention.md. Planning (host, once: limits -> workspace bytes)
  * is kept apart from running (every step: run() enqueues work and returns).
  *
  * run() rules, relied on by the CUDA-graph checks:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vattn_oracle_bench: how close the float64 oracle runs to a plain Eigen double GEMM of the same
 // flop count, on a K2.6-sized verify call (H=8, T=64 chain, P=16384, d_qk=576, d_v=512).
 // The oracle is worth its price only if it is GEMM-bound; this prints whether it is.

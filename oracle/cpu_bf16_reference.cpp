@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // reference_bf16_emulated: what a correct bf16 flash kernel computes, on the CPU. fp32 logits
 // (exact bf16 products, fp32 sums), online softmax over 32-key tiles in fp32 with probabilities
 // taken relative to the running max of their tile and rounded to bf16 before P.V, row sums from

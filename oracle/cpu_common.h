@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The attention engine behind both CPU oracles (private to oracle/; tests may drive it with tiny
 // blocks to reach every blocking edge cheaply). Per request it gathers each visible KV row once,
 // one key block at a time, and runs an online softmax with matrix products per block.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // oracle_fp64: the float64 CPU oracle. bf16 inputs are exact in double, so its logits, softmax
 // and P.V carry only float64 rounding (~1e-16 relative): the ground truth for every tolerance.
 #include "cpu_common.h"

@@ -1,4 +1,5 @@
-// CPU oracles for the verify-attention contract (shared/spec/verify-attention.md).
+// SPDX-License-Identifier: Apache-2.0
+// CPU oracles for the verify-attention contract (docs/verify-attention.md).
 // They share the contract with the kernel, never its index or split code: a shared bug
 // would pass unseen. Both read the case's own arrays directly.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The naive GPU oracle: float32 logits and weights (sums kept in float64 so a 262144-key row
 // does not drift), one warp per (draft row, head, 2048-key chunk) and an exact float64 merge of
 // the chunks, no tiling, no tensor cores. It exists so long contexts can be checked fast, and is itself checked

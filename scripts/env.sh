@@ -7,3 +7,4 @@ vattn_build() {
   cmake -S "$VATTN_ROOT" -B "$VATTN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
   cmake --build "$VATTN_BUILD" -j "$(nproc)"
 }
+# SPDX-License-Identifier: Apache-2.0

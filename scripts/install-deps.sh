@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what vattn needs on a fresh Debian machine (as root): compilers and CMake,
-# Catch2 v2, RapidCheck, Eigen, HDF5 (C/C++), nlohmann-json, and h5py+numpy for the independent Python
-# checks. The CUDA toolkit (nvcc) is expected at /usr/local/cuda. Quick when all is there.
+# Catch2 v2, RapidCheck, Eigen, HDF5 (C/C++), nlohmann-json, and h5py+numpy (Debian's python3-h5py,
+# python3-numpy) for the independent Python checks. The CUDA toolkit (nvcc) is expected at
+# /usr/local/cuda. Quick when all is there.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ catch2 librapidcheck-dev libeigen3-dev libhdf5-dev nlohmann-json3-dev python3)
+pkgs=(cmake ninja-build g++ catch2 librapidcheck-dev libeigen3-dev libhdf5-dev nlohmann-json3-dev python3
+      python3-h5py python3-numpy)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -12,15 +14,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-if ! python3 -m pip --version >/dev/null 2>&1; then
-  apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
-fi
 if ! python3 -c 'import h5py, numpy' 2>/dev/null; then
-  echo "install-deps: installing h5py and numpy for python3"
-  python3 -m pip install -q h5py numpy 2>/dev/null || python3 -m pip install -q --break-system-packages h5py numpy
+  echo "install-deps: python3 cannot import h5py and numpy (Debian's python3-h5py, python3-numpy)" >&2
+  exit 1
 fi
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "install-deps: the CUDA toolkit (nvcc) is missing; install CUDA 12.8+ (sm_120a support) at /usr/local/cuda" >&2
   exit 1
 fi
 echo "install-deps: ok"
+# SPDX-License-Identifier: Apache-2.0

@@ -12,3 +12,4 @@ shopt -s nullglob
 files=("$VATTN_ROOT"/fixtures/*.h5 "$VATTN_ROOT"/captured_tensors/*.h5)
 [ ${#files[@]} -gt 0 ] || { echo "replay-all: no case files in fixtures/ or captured_tensors/" >&2; exit 2; }
 exec "$VATTN_BUILD/vattn" replay "${files[@]}" "$@"
+# SPDX-License-Identifier: Apache-2.0

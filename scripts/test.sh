@@ -13,3 +13,4 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "      On a GPU machine: ctest -L gpu; from this machine: scripts/device/stage.sh, then scripts/device/run.sh there."
 fi
 exec ctest --output-on-failure -j "$(nproc)" "$@"
+# SPDX-License-Identifier: Apache-2.0

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The campaign's case stream: (campaign seed, case index) -> one recipe, completely. Nothing else
 // feeds a case, so a journal of indices is enough to resume a campaign, and two workers (or two
 // hosts) that take disjoint indices never run the same case.

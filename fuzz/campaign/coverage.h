@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a campaign reached: counts per bucket of every recipe dimension the generators draw
 // (P, T, H, B, tree kinds, profiles, layouts, split classes, pool sizes, injected faults) and the
 // device-error paths the verdicts showed. Printed in the summary, stored in summary.json.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Findings of a campaign: one directory per distinct signature (DIR/findings/NNN-<class>/) with
 // finding.json (class, check, evidence, count, first case, shrunk recipe, how to reproduce) and
 // the repro files. A bug hit ten thousand times is one directory with a count.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What happens to a new finding: confirm it (a crash or hang is re-run in a fresh worker first),
 // then shrink it with the recipe shrinks of fuzz/gen_recipe.cpp, in their order: take the first
 // candidate that fails with the same signature, start again from it, stop when none does or a

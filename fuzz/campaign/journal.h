@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The campaign journal: an append-only JSON-lines file (DIR/journal.jsonl), one object per line.
 // Every line goes to the kernel with one write() as it happens, so a kill -9 of the supervisor
 // loses nothing it wrote; fsync runs at most once a second (a power cut loses at most that).

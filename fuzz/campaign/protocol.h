@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The supervisor <-> worker protocol: one JSON object per line over pipes.
 // supervisor -> worker (the worker's stdin):
 //   {"op":"case","index":N,"recipe":LINE,"repro":PATH}   run one case; PATH: where to write a repro if it fails

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The campaign supervisor (`vattn fuzz`): never touches CUDA. It owns the case stream, hands
 // indices to one worker process per GPU (or per host slot), watches them (a report before every
 // case, heartbeats, a deadline that scales with the case's work), replaces a worker that dies or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One worker process as the supervisor sees it: spawned in a process group of its own (so a
 // kill takes everything it started), stdin for commands, fd 3 for reports, stdout and stderr
 // appended to a log file, and killed by the kernel if the supervisor dies (PR_SET_PDEATHSIG).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU fuzz target: a kernel revision (built-in name or .so) planned once per head count at
 // the stream's limits, run on guarded, poisoned buffers, and held to the CPU float64 oracle
 // (small work) or the naive GPU oracle (large work, relocated pools, injected faults).

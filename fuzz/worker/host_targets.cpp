@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host targets: the suite's supervisor, journal, findings and shrinking are exercised without a
 // GPU through these. host:bf16-reference is the bf16-emulating CPU reference held to the
 // float64 oracle (it must never fail); host:faulty is the same reference with planted faults on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fp32-partials property (used by the GPU target on every multi-split case it samples).
 // With every query zero, every score is 0 and every probability exactly 1, so each output is the
 // plain mean of the V rows its row sees, and nothing a correct kernel does rounds below fp32

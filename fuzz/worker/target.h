@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a fuzz worker runs cases against: a kernel revision on a GPU, or a host target (the
 // bf16-emulating CPU reference, or a deliberately faulty one that tests of the supervisor use).
 // A target splits each case in two phases so a worker can overlap them:

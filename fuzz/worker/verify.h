@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pieces every fuzz target shares: a comparison under the tolerance model turned into a
 // Verdict, the choice of oracle by size, and the repro file a failure leaves behind.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fuzz worker: the process that does the dangerous work. It loads one target, takes case
 // recipes from the supervisor on stdin, generates inputs on a thread pool, runs the code under
 // test on its main thread one case at a time (reporting each case before it runs), checks the

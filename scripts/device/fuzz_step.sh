@@ -58,3 +58,4 @@ case $1 in
 esac
 echo "fuzz step $1: exit $rc"
 exit $rc
+# SPDX-License-Identifier: Apache-2.0

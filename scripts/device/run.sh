@@ -45,3 +45,4 @@ for tool in memcheck racecheck initcheck synccheck; do
   [ "$s" = 0 ] || rc=1
 done
 exit $rc
+# SPDX-License-Identifier: Apache-2.0

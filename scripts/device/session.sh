@@ -91,3 +91,4 @@ for step in $steps; do
 done
 echo "session: exit $rc"
 exit $rc
+# SPDX-License-Identifier: Apache-2.0

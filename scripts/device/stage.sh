@@ -28,3 +28,4 @@ echo "$build" > "$stage/build/ORIGINAL_BUILD_DIR"
 echo "$root" > "$stage/build/ORIGINAL_SOURCE_DIR"
 du -sh "$stage"
 echo "staged: run 'bash scripts/device/run.sh' on the GPU machine (device tool: carry .device)"
+# SPDX-License-Identifier: Apache-2.0

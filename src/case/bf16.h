@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bf16 on the host: raw 16-bit patterns, converted with round-to-nearest-even.
 // Case files carry bf16 as uint16 bits (HDF5 and numpy have no bf16 type), so the whole
 // host side works on bits and converts at the edges.

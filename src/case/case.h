@@ -1,4 +1,5 @@
-// The case model: one verify-attention call (shared/spec/verify-attention.md), host side.
+// SPDX-License-Identifier: Apache-2.0
+// The case model: one verify-attention call (docs/verify-attention.md), host side.
 // Everything in the suite (files, generators, oracles, kernels, fuzzers) meets here.
 #pragma once
 
@@ -92,7 +93,7 @@ struct Case {
   std::string describe() const;
 };
 
-// Enforces every rule of shared/spec/case-format.md; throws InputError naming case and field.
+// Enforces every rule of docs/case-format.md; throws InputError naming case and field.
 void validate(const Case& c);
 
 // Parent value of a padded tree node (a graph-padding row with an all-zero mask row).

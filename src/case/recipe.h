@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Recipe is the whole description of a generated case: printed as one line, parsed back from
 // that line (recipe_line.cpp), and the generators (gen/) make the tensors from it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recipe <-> one line. The line is the case's name for people and its seed for machines:
 // to_line() prints every field in a fixed order, parse() accepts exactly what it prints
 // (plus keys in any order, a missing B, and single-value lists broadcast over B).

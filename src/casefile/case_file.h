@@ -1,4 +1,5 @@
-// Case files: reader, writer and header for the HDF5 schema of shared/spec/case-format.md (v1).
+// SPDX-License-Identifier: Apache-2.0
+// Case files: reader, writer and header for the HDF5 schema of docs/case-format.md (v1).
 // HDF5 library errors never abort or print their own stack: they become InputError (reading)
 // or std::runtime_error (writing) naming the file, the case and the field.
 #pragma once

@@ -1,4 +1,5 @@
-// Case-file reader (shared/spec/case-format.md, v1). Structure is checked here, as it is read:
+// SPDX-License-Identifier: Apache-2.0
+// Case-file reader (docs/case-format.md, v1). Structure is checked here, as it is read:
 // presence, element types, ranks and the dims fixed by attributes (H, d_qk, d_v) or by other
 // datasets (n_q from q, n_rows from kv_pool). Values and cross-lengths are validate()'s job.
 #include "case_file.h"

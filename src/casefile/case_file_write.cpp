@@ -1,4 +1,5 @@
-// Case-file writer (shared/spec/case-format.md, v1): write_case_file and write_case_output.
+// SPDX-License-Identifier: Apache-2.0
+// Case-file writer (docs/case-format.md, v1): write_case_file and write_case_output.
 // A whole file is written under a temporary name and renamed into place, so a failed write
 // never leaves a half-file where a good one was.
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scalar attributes (strings, integers, floats) with type checks that name what was found.
 // Readers report through Where::read_error (InputError), writers through Where::write_error.
 #pragma once

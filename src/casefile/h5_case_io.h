@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pieces of the case-file reader that the writer reuses (write_case_output edits an existing
 // file, which must first be recognised as a case file). Implemented in case_file_read.cpp.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whole-dataset reads and writes. Reads check the dataspace is a plain array and convert to
 // the memory type asked for (callers check the file type first: HDF5 would happily turn
 // float data into integers). Writes chunk, shuffle and deflate anything over 64 KiB.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HDF5 failures as project errors. The library's own stack printing is switched off; instead
 // the innermost message of its error stack (the most specific one, e.g. "No such file or
 // directory") is folded into an InputError (reading) or std::runtime_error (writing).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Groups: opening one that must be a group, listing its members in name order, creating one.
 #pragma once
 

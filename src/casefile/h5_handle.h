@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Owning wrappers for HDF5 identifiers, so every early exit (an InputError mid-read) still
 // closes what was opened: a leaked id keeps the file open and locked for the process.
 #pragma once

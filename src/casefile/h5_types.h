@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // On-disk element types: what a file holds, named the numpy way for messages ("float32",
 // "uint16"), and the checks that decide whether it can be read into a given memory type.
 #pragma once

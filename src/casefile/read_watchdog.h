@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Read watchdog: a deadline on reading a case file (the header, then each case, gets its own). Some
 // corrupt files make the HDF5 library loop forever instead of failing (Debian 12's libhdf5: a
 // variable-length string attribute whose global-heap address is garbage); the watchdog turns

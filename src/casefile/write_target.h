@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a whole-file write (a case file, a JSON report) lands. Files are written to a temporary
 // name and renamed into place; renaming over a symbolic link would replace the link, so a link to
 // a file is followed (also a dangling one: its target is created) and the target replaced (the

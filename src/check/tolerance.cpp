@@ -1,4 +1,5 @@
-// The tolerance model (shared/spec/correctness.md). Each failed check adds one reason that starts
+// SPDX-License-Identifier: Apache-2.0
+// The tolerance model (docs/tolerance.md). Each failed check adds one reason that starts
 // with a fixed key, so tools and tests can tell which check fired:
 //   out_bound:  some |o - o64| > c_pv*u*abs_pv + c_out*u*|o64| + tiny*max(abs_pv)
 //   nonfinite:  NaN/Inf positions differ from the oracle's (out, lse)

@@ -1,4 +1,5 @@
-// The tolerance model of shared/spec/correctness.md: a correct bf16 kernel's output differs
+// SPDX-License-Identifier: Apache-2.0
+// The tolerance model of docs/tolerance.md: a correct bf16 kernel's output differs
 // from the float64 oracle by P-rounding (~u * sum_k p_k |v_k|) and output rounding (~u * |o|).
 // A comparison names its worst element and prints every figure; a check must be able to fail.
 #pragma once

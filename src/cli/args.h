@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small option parser shared by the subcommands: long options (--name VALUE or
 // --name=VALUE), optional one-letter aliases, flags, positionals, and a generated --help that
 // lists every option with its default. Errors are UsageError (exit code 2).

@@ -1,13 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
 // vattn bench: kernel-level timings against a roofline measured in the same run.
 #include <cstdio>
 
 #include "args.h"
-#include "bench.h"
 #include "case.h"
 #include "commands.h"
+#if VATTN_HAVE_CUDA
+#include "bench.h"
 #include "cuda_check.h"
 #include "report_file.h"
 #include "revision.h"
+#endif
 
 namespace vattn::cli {
 
@@ -27,6 +30,16 @@ int cmd_bench(int argc, char** argv) {
       .option("max-splits", "N", "plan limit on splits", "128")
       .option("json", "FILE", "also write the results as JSON")
       .example("vattn bench --prefix 16384 --batch 1 --drafts 16", "one case");
+#if !VATTN_HAVE_CUDA
+  try {
+    if (!args.parse(argc, argv)) return kExitOk;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "vattn bench: %s\n(see vattn bench --help)\n", e.what());
+    return kExitBadInput;
+  }
+  std::fprintf(stderr, "vattn bench: %s; nothing was timed (bench needs a CUDA build and a CUDA device)\n", kNoCuda);
+  return kExitBadInput;
+#else
   BenchOptions opt;
   try {
     if (!args.parse(argc, argv)) return kExitOk;
@@ -72,6 +85,7 @@ int cmd_bench(int argc, char** argv) {
     std::printf("wrote %s\n", json_path.c_str());
   }
   return kExitOk;
+#endif
 }
 
 }  // namespace vattn::cli

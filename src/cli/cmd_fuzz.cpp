@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vattn fuzz: the overnight campaign (fuzz/campaign/supervisor.h), and `vattn fuzz-worker`, the
 // worker process it starts (not for people: the supervisor speaks to it over pipes).
 #include <chrono>
@@ -9,7 +10,9 @@
 #include "args.h"
 #include "case_stream.h"
 #include "commands.h"
+#if VATTN_HAVE_CUDA
 #include "gpu_target.h"
+#endif
 #include "supervisor.h"
 #include "worker.h"
 
@@ -116,6 +119,12 @@ int cmd_fuzz(int argc, char** argv) {
     repro = args.get("repro");
     if (!repro.empty() && recipe.empty()) throw UsageError("--repro goes with --recipe");
     if (!recipe.empty() && !o.resume_dir.empty()) throw UsageError("--recipe runs one case; it does not go with --resume");
+#if !VATTN_HAVE_CUDA
+    if (!o.kernel.empty() && o.kernel.rfind("host:", 0) != 0) {
+      std::fprintf(stderr, "vattn fuzz: --kernel %s: %s; only host:* targets run\n", o.kernel.c_str(), kNoCuda);
+      return kExitBadInput;
+    }
+#endif
     if (args.has("out")) {
       o.out_dir = args.get("out");
     } else {
@@ -159,7 +168,11 @@ int cmd_fuzz_worker(int argc, char** argv) {
     std::fprintf(stderr, "vattn fuzz-worker: %s\n", e.what());
     return kExitBadInput;
   }
+#if VATTN_HAVE_CUDA
   return fuzz::worker_main(w, [](const fuzz::TargetOptions& t) { return fuzz::make_gpu_target(t); });
+#else
+  return fuzz::worker_main(w, nullptr);  // host:* targets only
+#endif
 }
 
 }  // namespace vattn::cli

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vattn gen: generated cases -> a case file, each with the float64 oracle's outputs, so the
 // file alone is enough to check a kernel (and `vattn replay` re-checks the oracle itself).
 #include <algorithm>
@@ -23,7 +24,7 @@ constexpr const char* kShapeOptions[] = {"profile", "seed",  "requests", "heads"
 Args gen_args() {
   Args a("gen", "-o FILE [options]",
          "Writes generated verify-attention cases (valid by construction, deterministic from their recipe)\n"
-         "to an HDF5 case file (schema: ../shared/spec/case-format.md), each with outputs/oracle_fp64 from the\n"
+         "to an HDF5 case file (schema: docs/case-format.md), each with outputs/oracle_fp64 from the\n"
          "float64 CPU oracle. Every case stores its recipe line in the attribute `recipe`; that line\n"
          "re-creates it: vattn replay --recipe \"LINE\".");
   a.option("output", "FILE", "case file to write (replaced if it exists)", "", 'o')

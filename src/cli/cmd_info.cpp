@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vattn info: what a case file holds, one line per case, without computing anything.
 #include <algorithm>
 #include <cstdio>
@@ -70,7 +71,7 @@ int cmd_info(int argc, char** argv) {
          "Prints each case file's header (format, version, source, created, generator, model) and one\n"
          "line per case: name, B, H, d_qk/d_v, prefix and draft lengths, sm_scale, stored producers,\n"
          "and the recipe that re-creates a generated case. Every case is validated while reading.");
-  a.positionals("FILE...", "case files (HDF5, schema: ../shared/spec/case-format.md)", 1)
+  a.positionals("FILE...", "case files (HDF5, schema: docs/case-format.md)", 1)
       .note(kReadTimeoutHelp)
       .example("vattn info fixtures/*.h5", "list the fixtures");
   try {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vattn replay: validate case files, recompute the oracles, and hold every stored output (and
 // every live producer that can run here) to the tolerance model. A file that does not validate
 // is not replayed at all.
@@ -8,11 +9,13 @@
 #include "args.h"
 #include "case_file.h"
 #include "commands.h"
-#include "cuda_check.h"
 #include "gen_kinds.h"
 #include "generate.h"
 #include "json.h"
+#if VATTN_HAVE_CUDA
+#include "cuda_check.h"
 #include "naive_runner.h"
+#endif
 #include "producers.h"
 #include "read_watchdog.h"
 #include "report_file.h"
@@ -78,9 +81,11 @@ class Replayer {
     if (verbose_) std::printf("-- %s: %s  %s\n", source.c_str(), c.name.c_str(), c.describe().c_str());
     Reference ref64, bf16;
     if (gpu_oracle_) {
+#if VATTN_HAVE_CUDA
       const DeviceCase dc(c);
       ref64 = naive_gpu_reference(dc);
       bf16 = ref64;
+#endif
     } else {
       ref64 = oracle_fp64(c);
       bf16 = reference_bf16_emulated(c);
@@ -258,7 +263,7 @@ Args replay_args() {
          "Reads and validates each case file (a file that fails validation is not replayed: exit 2,\n"
          "naming file, case and field), recomputes the float64 oracle and the bf16-emulating reference\n"
          "for every case, and compares every stored output group under the tolerance model\n"
-         "(../shared/spec/correctness.md). A stored oracle_fp64 is held to float32-storage accuracy instead.\n"
+         "(docs/tolerance.md). A stored oracle_fp64 is held to float32-storage accuracy instead.\n"
          "Live producers (a kernel on a GPU machine) are compared the same way; those that cannot run\n"
          "here say why in one line.");
   a.positionals("FILE...", "case files to replay (none needed with --recipe)", 0)
@@ -309,8 +314,12 @@ int cmd_replay(int argc, char** argv) {
     file_opts.oracle = a.get("oracle", "cpu");
     if (file_opts.oracle != "cpu" && file_opts.oracle != "gpu") throw UsageError("--oracle: expected cpu or gpu");
     if (a.has("splits")) splits_override = static_cast<int>(a.get_int("splits", 0, 0, gen::kMaxSplits));
+#if VATTN_HAVE_CUDA
     if (file_opts.oracle == "gpu" && cuda_device_count() == 0)
       throw UsageError("--oracle gpu needs a CUDA device, and none is visible");
+#else
+    if (file_opts.oracle == "gpu") throw UsageError(std::string("--oracle gpu: ") + kNoCuda);
+#endif
     if (a.has("json")) {  // checked now: a long replay must not end in an unwritable report
       const std::string why = report_path_problem(a.get("json"), a.positional());
       if (!why.empty()) throw UsageError("--json " + a.get("json") + ": " + why);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Subcommands of the `vattn` binary. Each returns the process exit code:
 // 0 success, 1 a check failed (out of tolerance, property violated), 2 unusable input or usage.
 #pragma once
@@ -11,6 +12,13 @@ constexpr int kExitBadInput = 2;
 constexpr const char* kExitCodesHelp =
     "exit codes: 0 ok, 1 a check failed, 2 unusable input, usage, or no CUDA device where one is needed\n"
     "(2 takes precedence over 1: a run with an unusable input is incomplete)\n";
+
+// This vattn was configured with VATTN_CUDA=OFF (VATTN_HAVE_CUDA 0): bench, graph-check,
+// replay --kernel/--oracle gpu and GPU fuzz targets say so (kNoCuda) and exit 2.
+#ifndef VATTN_HAVE_CUDA
+#define VATTN_HAVE_CUDA 1
+#endif
+constexpr const char* kNoCuda = "this vattn was built without CUDA (VATTN_CUDA=OFF)";
 
 int cmd_gen(int argc, char** argv);
 int cmd_info(int argc, char** argv);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Just enough JSON for machine-readable reports: escaped strings, numbers that stay valid JSON
 // (NaN and infinities become null), and an object builder that keeps key order.
 #pragma once

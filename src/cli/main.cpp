@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vattn: verify-attention correctness suite. Dispatches to one subcommand per file.
 #include <cstdio>
 #include <cstring>

@@ -1,8 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "producers.h"
 
 #include "bf16.h"
+#include "commands.h"
+#if VATTN_HAVE_CUDA
 #include "cuda_check.h"
 #include "kernel_runner.h"
+#endif
 
 namespace vattn::cli {
 
@@ -21,6 +25,7 @@ class Bf16ReferenceProducer : public LiveProducer {
   }
 };
 
+#if VATTN_HAVE_CUDA
 // A kernel revision (built in, or a library) on the GPU: outputs and workspace poisoned
 // first, guard bands and the device error word checked after; any of those is a failed run.
 class KernelProducer : public LiveProducer {
@@ -64,6 +69,21 @@ class KernelProducer : public LiveProducer {
   Revision rev_;
   bool has_gpu_;
 };
+#else
+// A build without CUDA: the kernel is listed, and never runs (replay --kernel exits 2 saying why).
+class KernelProducer : public LiveProducer {
+ public:
+  explicit KernelProducer(const std::string& spec) : spec_(spec) {}
+  std::string name() const override { return "kernel:" + spec_; }
+  std::string unavailable_reason() const override { return kNoCuda; }
+  void run(const ReplayContext&, std::vector<float>&, std::vector<float>&) override {
+    throw std::runtime_error(std::string("kernel:") + spec_ + ": " + kNoCuda);
+  }
+
+ private:
+  std::string spec_;
+};
+#endif
 
 }  // namespace
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Live producers: results replay computes now, on this machine, for each case (the
 // bf16-emulating CPU reference; on a GPU machine a kernel revision or the naive GPU oracle),
 // as opposed to outputs stored in the file. Each is compared with vattn::compare like a stored

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Report files (--json OUT): checked before any work, written whole at the end.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The check of a stored outputs/oracle_fp64 against the float64 oracle recomputed now.
 // Both are float64 computations of the same contract, so they may differ only by the float32
 // storage rounding of out and lse and by float64 summation order, far below any bf16 effect:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The k26 profile: numbers shaped like a Kimi K2.6 / DeepSeek-V3 absorbed-MLA latent cache.
 // - latent part (512 columns): per-channel scales around 1 and a few outlier channels 10-30x
 //   larger (the normalised compressed KV has such channels); queries are small there.

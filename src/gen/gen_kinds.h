@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The names a recipe may use for trees, value profiles and pool layouts, in one place so the
 // parser, the generators and the CLI help agree.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pool layouts. Values are generated per token, independent of the layout, so two recipes that
 // differ only in layout describe the same attention problem (the slot-permutation property).
 #include "gen_layout.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where each prefix token's KV row sits in the case's pool (kv_pool rows, kv_indices).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic random numbers for the case generators.
 // A recipe must give bit-identical tensors on every machine, and the std:: distributions are
 // implementation-defined, so everything here is SplitMix64 plus IEEE basic operations

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Draft-tree shapes. Every builder assigns node indices in creation order, so a parent always
 // has a smaller index than its children (the contract's rule), and the mask follows from the
 // parent links alone.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simple value profiles (uniform, ties, tiny, huge, adversarial) and the profile factory.
 // The k26 profile, which models a real latent cache, lives in gen_k26.cpp.
 #include "gen_values.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Value profiles: what the numbers in q, kv_pool and kv_draft look like. Each profile writes
 // rows on request, token by token in a fixed order, from its own random streams.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // generate_case: recipe -> a valid case. Structure (lengths, trees, pool layout) first, then
 // values token by token from the profile, then poison for everything outside every K(b,i).
 #include "generate.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Case generators: a Recipe (case/recipe.h) -> a valid Case. The tensors follow from the recipe
 // deterministically, so its line re-creates the case (`vattn replay --recipe "LINE"`).
 #pragma once

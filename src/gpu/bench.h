@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `vattn bench`: the kernel-level benchmark protocol. For each (batch, drafts/tree, prefix):
 // scattered KV slots, inputs rotated through enough copies to defeat the L2, median of
 // per-launch CUDA-event timings after warm-up, eager and CUDA-graph replay, compared with a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device helpers for `vattn bench`: fill buffers with deterministic pseudo-random bf16 on
 // the device (host generation of a 1 GB pool would dominate the run), and the two ceilings
 // every number is judged against, measured in the same run.

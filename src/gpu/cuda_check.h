@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA runtime calls on the host side of the suite: every return code checked, turned into
 // an exception that names the call and the place.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A device allocation with guard bands: kGuardBytes of a known canary pattern before and
 // after the user region. After a run, any byte changed in a guard means something wrote
 // outside its buffer; poison() fills the user region with 0xFF bytes (NaN as bf16 and fp32),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A case on the device: every input and output in its own guarded buffer, the draft mask
 // both packed (for kernels, per vattn_abi.h) and dense (for the naive oracle, which must not
 // share the kernel's mask code).

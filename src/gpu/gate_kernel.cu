@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "gate_kernel.h"
 
 #include <cuda_runtime.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A kernel that holds a stream busy for a set wall-clock time, so a test can tell whether a
 // host call returned at once or waited for the stream (a hidden synchronisation or a
 // synchronous copy inside a revision's run()).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Driver of the graph checks, and the two that look at the capture itself.
 #include "graph_check.h"
 

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA-graph safety checks of a kernel revision (the run() rules of kernels/vattn_abi.h and
-// shared/spec/correctness.md, "CUDA graph capture"): capture in Global mode, audit the node
+// docs/verify-attention.md, "CUDA-graph rules"): capture in Global mode, audit the node
 // types, replay one graph over changing device-side metadata and compare bitwise with eager
 // runs, two graphs on two streams, no device allocation, no hidden synchronisation, and the
 // plan limits enforced on the host and on the device.

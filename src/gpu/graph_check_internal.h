@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pieces shared by the graph-check source files (not part of the public interface).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checks "memory", "non-blocking", "limits-host" and "limits-device": run() neither allocates
 // nor waits, and the plan limits hold whether the host or only the device can see a breach.
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checks "replay" and "two-graphs": one captured graph serves every batch within the limits.
 #include <algorithm>
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cases a graph check loads into a slot: one short case to capture with, and a
 // deterministic sequence of replay cases that roam the slot's whole shape (prefixes from 0 to
 // the largest the slot holds, draft counts 1..limit, every tree kind and pool layout, new

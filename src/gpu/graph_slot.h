@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A captured-graph slot: device buffers sized once for plan limits, the way a serving engine
 // holds them for a CUDA graph. Host-known scalars (B, n_q, H, n_slots, pointers, scale) are
 // frozen when the graph is captured; lengths, indptrs, masks, indices, values and the forced

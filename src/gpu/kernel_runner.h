@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Testbed for one kernel revision (CUTLASS style: initialize, run, verify): owns the
 // workspace for a set of plan limits, poisons outputs and workspace before every run, and
 // after it reads the device error word and checks every guard band.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the naive GPU oracle on a DeviceCase and returns float32 out/lse.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel revisions by name (built into the suite) or by path (a shared library exporting
 // vattn_get_revision_v1), so an old or foreign revision can be tested without a rebuild.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parser for the ptxas -v resource report: one entry per (kernel, architecture).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Static sm_120 audit, no GPU needed: every kernel of the in-tree revision, in its sm_120a
 // and sm_90a builds, has no spill, no local memory, and static + dynamic shared memory
 // within the 101376 B an sm_120 block may opt into.

@@ -80,3 +80,4 @@ if [ $mode = stall ] && [ $pinned -eq 1 ]; then  # 0 = no limit: still reading w
   else ok=0; echo "FAIL VATTN_READ_TIMEOUT=0: exit $code within 5 s, expected to be still waiting (124)"; fi
 fi
 [ $ok -eq 1 ]
+# SPDX-License-Identifier: Apache-2.0

@@ -31,3 +31,4 @@ if [ $ok -eq 0 ]; then
   exit 1
 fi
 echo "ok: exit $code: $*"
+# SPDX-License-Identifier: Apache-2.0

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """fuzz_check.py: the JSON side of the `vattn fuzz` CLI tests (fuzz_supervisor.sh, fuzz_resume.sh).
 
 Reads a campaign directory (journal.jsonl, summary.json, findings/NNN-<class>/finding.json) and

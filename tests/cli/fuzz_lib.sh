@@ -92,3 +92,4 @@ finish() {
   echo "all checks held"
   exit 0
 }
+# SPDX-License-Identifier: Apache-2.0

@@ -237,3 +237,4 @@ PY
   ;;
 esac
 finish
+# SPDX-License-Identifier: Apache-2.0

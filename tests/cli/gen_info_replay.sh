@@ -15,3 +15,4 @@ for profile in uniform k26 adversarial huge ties tiny; do
   echo "$out" | grep -q "replay: 2 passed, 0 failed" || { echo "$out"; exit 1; }
 done
 echo "ok: gen -> info -> replay for every profile"
+# SPDX-License-Identifier: Apache-2.0

@@ -81,3 +81,4 @@ else
   echo "ok: gen -o through a link wrote its target, the link stays"
 fi
 [ $ok -eq 1 ]
+# SPDX-License-Identifier: Apache-2.0

@@ -26,3 +26,4 @@ expect 77 --out "SKIPPED: no CUDA device visible" -- "$gpu_tests"
 expect 1 --out "FAILED: no CUDA device visible" -- env VATTN_REQUIRE_GPU=1 "$gpu_tests"
 [ $ok -eq 1 ] && echo "ok: without a GPU every GPU command exits 2 with its reason; the GPU tests skip (77), or fail with VATTN_REQUIRE_GPU=1"
 [ $ok -eq 1 ]
+# SPDX-License-Identifier: Apache-2.0

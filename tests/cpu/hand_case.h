@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cases built by hand for the oracle and tolerance tests (which must not lean on the
 // generators they help to check): prefix rows scattered over a pool that also holds rows
 // nobody references; values uniform in [-range, range], rounded to bf16.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fresh directory under /tmp for one test, removed with everything in it at scope exit.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Case files: a hand-built case survives write + read bit for bit; large datasets are chunked
 // and compressed; outputs can be added and replaced; the writer refuses what the reader would.
 #include <hdf5.h>

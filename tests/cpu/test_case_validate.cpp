@@ -1,4 +1,5 @@
-// One test per rule of shared/spec/case-format.md: a valid file is written, one thing in it is
+// SPDX-License-Identifier: Apache-2.0
+// One test per rule of docs/case-format.md: a valid file is written, one thing in it is
 // corrupted with the raw HDF5 C API, and the reader must refuse it naming the file, the case
 // and the field. A padded tree node (all-zero mask row) is the one zero diagonal allowed.
 #include <hdf5.h>

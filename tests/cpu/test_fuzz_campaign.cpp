@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The campaign's pure logic (fuzz/campaign): an Investigation fed synthetic verdicts (confirm,
 // shrink, budgets, the repro it keeps), the case stream's determinism (seed, index) -> recipe,
 // and the journal read back after a kill (a torn last line skipped, then cut by open_append).

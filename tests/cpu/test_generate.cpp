@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Generators: recipe lines, tree shapes, layouts, value profiles, poison, determinism.
 #include <algorithm>
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU oracles against an independent scalar long-double reference written here, plus the
 // contract's properties: empty rows, poison outside K, NaN inside K, chain == causal, q = 0.
 #include <algorithm>

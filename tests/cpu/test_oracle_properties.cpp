@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Properties of the float64 CPU oracle over shrinkable generated cases (fuzz/gen_recipe.h),
 // plus the checks that the generators shrink and that the RapidCheck glue reproduces.
 // The metamorphic properties need no second oracle: each transforms a generated Case and

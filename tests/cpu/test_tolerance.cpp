@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tolerance model is a claim: it passes correct bf16 kernels (several rounding choices) and
 // fails planted bugs of realistic size, each for the reason it should. K2.6 shapes, built here.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Catch2 entry point for the GPU tests. Without a CUDA device every test exits 77, which
 // ctest reports as "Skipped" (SKIP_RETURN_CODE), so a run without a GPU says so plainly
 // instead of passing silently. Listing tests (build-time discovery) needs no GPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared pieces of the GPU tests: run a revision on a case, compare with the CPU oracle (or
 // the naive GPU oracle) under the tolerance model, and on failure write the evidence (an
 // HDF5 repro: the inputs and the kernel's result as a stored output, the references left to the

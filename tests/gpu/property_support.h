@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Metamorphic transforms and bitwise/tolerance comparisons used by the GPU properties.
 // Each transform builds a new valid Case from a generated one; the property states how the
 // kernel's output must relate.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA-graph checks (src/gpu/graph_check.h): they pass on the in-tree revision, built in
 // and as a library, and they catch each deliberately graph-unsafe variant by the check that
 // names its fault (variants built with -DVATTN_BUILD_PLANTED=ON).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the ABI promises beyond numbers: bitwise determinism, host-side refusals with an
 // error code, device-side refusals through the workspace error word with NaN outputs.
 #include <cmath>

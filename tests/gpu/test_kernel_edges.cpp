@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The edge-case table: the kernel against the CPU float64 oracle under the tolerance model.
 // Sizes sit on tile edges and primes (tiles are 32 keys and 32 query rows); every run
 // poisons outputs and workspace with NaN and checks the guard bands of every buffer.

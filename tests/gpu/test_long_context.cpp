@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Long contexts, where the CPU oracle is slow: the kernel against the naive GPU oracle.
 #include <catch2/catch.hpp>
 

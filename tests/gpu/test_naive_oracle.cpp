@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The naive GPU oracle is itself checked against the CPU float64 oracle, tightly: its only
 // error is float32 accumulation, orders of magnitude below the bf16 tolerance it serves.
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Proof that the properties bite: kernel variants with one deliberate bug each (built only
 // with -DVATTN_BUILD_PLANTED=ON, never by default) are run through the same generated
 // cases as the real kernel, and every one must be caught. The report says after how many

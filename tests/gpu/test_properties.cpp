@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Property-based tests of the kernel: RapidCheck draws shrinkable recipes (fuzz/gen_recipe.h)
 // and each property states what the contract promises. A failure prints the shrunk case as
 // one recipe line, the RC_PARAMS that re-run it, and writes an HDF5 repro under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small, complete pass over the kernel's code paths (direct write, partials + reduce,
 // empty splits, draft tiles with masked non-finite V, padded rows, device refusals) sized
 // for compute-sanitizer: `bash scripts/device/run.sh --sanitize` runs this tag under

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks a case file written by `vattn gen` with this directory's own code (no project code):
 the header, the structure of every case, and its stored outputs/oracle_fp64 against numpy's
 own float64 computation of the contract.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """ctest: files written by `vattn gen` (every profile, several trees and layouts) agree with
 the independent numpy float64 computation in check_file.py.
 

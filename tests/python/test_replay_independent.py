@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """ctest: a file written by the independent Python implementation, replayed by vattn.
 
 `vattn replay` must exit 1 and mark exactly the wrong_* producers FAIL (each for the reason its

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """An independent implementation of the verify-attention contract and the case-file schema.
 
-Written from shared/spec/verify-attention.md and shared/spec/case-format.md only, with numpy
+Written from docs/verify-attention.md and docs/case-format.md only, with numpy
 (float64) and h5py; it shares no code with the C++ project, so a bug in one side's addressing,
 masking or file handling shows up as a disagreement instead of passing unseen.
 """

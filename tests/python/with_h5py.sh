@@ -10,3 +10,4 @@ if ! python3 -c "import h5py, numpy" >/dev/null 2>&1; then
   exit 77
 fi
 exec "$@"
+# SPDX-License-Identifier: Apache-2.0

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes a case file from this directory's own generator and float64 oracle (no project code).
 
 Each case carries outputs from several producers:

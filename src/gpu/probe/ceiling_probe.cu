@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vattn_ceiling_probe: how fast could split-v1's work item (32 query rows x 32-key tiles,
 // 8 warps, two cp.async stages, 96 KiB of shared memory) go if parts of its tile loop were
 // free? The probe runs the item's tile loop on synthetic data with parts switched off:
