@@ -2,9 +2,12 @@
 #include "read_watchdog.h"
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -39,17 +42,61 @@ std::string& program_label() {
   ::_exit(kExitUnusableInput);
 }
 
-// The crash guard's state: the innermost armed watchdog (its messages are what the handler
-// writes) and the handlers the outermost one replaced. Reads happen on one thread at a time;
-// only that thread changes these.
-const ReadWatchdog* volatile g_armed = nullptr;
+// A message page: three lengths, then the crash (SIGSEGV), crash (SIGBUS) and timeout texts back
+// to back. Written once, then made read-only (read_watchdog.h says why).
+struct MessageLengths {
+  uint32_t segv, bus, timeout;
+};
+
+std::string_view page_text(const char* page, int which) noexcept {
+  MessageLengths n;
+  std::memcpy(&n, page, sizeof n);
+  const char* text = page + sizeof n;
+  if (which == 0) return {text, n.segv};
+  if (which == 1) return {text + n.segv, n.bus};
+  return {text + n.segv + n.bus, n.timeout};
+}
+
+// Maps a page holding the three messages and makes it read-only; nullptr if that fails (the
+// guard then writes the generic lines below).
+const char* map_messages(const std::string& segv, const std::string& bus, const std::string& timeout, size_t* size) {
+  const MessageLengths n{static_cast<uint32_t>(segv.size()), static_cast<uint32_t>(bus.size()),
+                         static_cast<uint32_t>(timeout.size())};
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const size_t want = sizeof n + segv.size() + bus.size() + timeout.size();
+  const size_t bytes = (want + page - 1) / page * page;
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  char* out = static_cast<char*>(p);
+  std::memcpy(out, &n, sizeof n);
+  std::memcpy(out + sizeof n, segv.data(), segv.size());
+  std::memcpy(out + sizeof n + segv.size(), bus.data(), bus.size());
+  std::memcpy(out + sizeof n + segv.size() + bus.size(), timeout.data(), timeout.size());
+  if (::mprotect(p, bytes, PROT_READ) != 0) {
+    ::munmap(p, bytes);
+    return nullptr;
+  }
+  *size = bytes;
+  return out;
+}
+
+constexpr std::string_view kGenericCrash =
+    "vattn: the HDF5 library crashed while reading a case file: the file is corrupt\n";
+constexpr std::string_view kGenericTimeout =
+    "vattn: the HDF5 library did not return in time while reading a case file (set VATTN_READ_TIMEOUT "
+    "to allow more, 0 for no limit)\n";
+
+// The crash guard's state: the messages of the innermost armed watchdog (what the handler
+// writes), how many are armed, and the handlers the outermost one replaced. Reads happen on one
+// thread at a time; only that thread changes these.
+const char* volatile g_armed_messages = nullptr;
+int g_armed_depth = 0;
 struct sigaction g_old_segv, g_old_bus;
 alignas(16) char g_alt_stack[64 * 1024];  // the handler still runs when the fault was a stack overflow
 
 extern "C" void on_read_crash(int sig) {
-  const ReadWatchdog* armed = g_armed;
-  if (armed != nullptr) expire(armed->crash_message(sig));
-  ::_exit(kExitUnusableInput);
+  const char* page = g_armed_messages;
+  expire(page == nullptr ? kGenericCrash : page_text(page, sig == SIGBUS ? 1 : 0));
 }
 
 }  // namespace
@@ -80,17 +127,18 @@ long parse_read_timeout(const char* text) {
 }
 
 std::string_view ReadWatchdog::crash_message(int sig) const noexcept {
-  return sig == SIGBUS ? std::string_view(crash_bus_) : std::string_view(crash_segv_);
+  return messages_ == nullptr ? kGenericCrash : page_text(messages_, sig == SIGBUS ? 1 : 0);
 }
 
-void ReadWatchdog::arm_crash_guard(const std::string& path) {
-  const std::string head = program_label() + ": " + path + ": the HDF5 library crashed (";
-  const std::string tail = ") while reading it: the file is corrupt\n";
-  crash_segv_ = head + "SIGSEGV" + tail;
-  crash_bus_ = head + "SIGBUS" + tail;
-  outer_ = g_armed;
-  g_armed = this;
-  if (outer_ != nullptr) return;  // the outer watchdog installed the handler
+std::string_view ReadWatchdog::timeout_message() const noexcept {
+  return messages_ == nullptr ? kGenericTimeout : page_text(messages_, 2);
+}
+
+void ReadWatchdog::arm_crash_guard() {
+  outer_ = g_armed_messages;
+  g_armed_messages = messages_;
+  installed_ = g_armed_depth++ == 0;
+  if (!installed_) return;  // the outer watchdog installed the handler
   stack_t alt{};
   alt.ss_sp = g_alt_stack;
   alt.ss_size = sizeof g_alt_stack;
@@ -104,8 +152,9 @@ void ReadWatchdog::arm_crash_guard(const std::string& path) {
 }
 
 void ReadWatchdog::disarm_crash_guard() {
-  g_armed = outer_;
-  if (outer_ != nullptr) return;
+  g_armed_messages = outer_;
+  --g_armed_depth;
+  if (!installed_) return;
   sigaction(SIGSEGV, &g_old_segv, nullptr);
   sigaction(SIGBUS, &g_old_bus, nullptr);
 }
@@ -120,12 +169,17 @@ ReadWatchdog::ReadWatchdog(const std::string& path) {
     std::exit(kExitUnusableInput);
   }
   std::fflush(stdout);
-  arm_crash_guard(path);
+  const std::string head = program_label() + ": " + path + ": the HDF5 library ";
+  const std::string crashed = ") while reading it: the file is corrupt\n";
+  messages_ = map_messages(head + "crashed (SIGSEGV" + crashed, head + "crashed (SIGBUS" + crashed,
+                           head + "did not return within " + std::to_string(seconds) +
+                               " s while reading it (a corrupt file can make it loop; a large file on slow storage "
+                               "may just need longer: set " + kReadTimeoutVariable +
+                               "=SECONDS to allow more, 0 to wait without limit)\n",
+                           &messages_size_);
+  arm_crash_guard();
   if (seconds == 0) return;
   timeout_ = std::chrono::seconds(seconds);
-  message_ = program_label() + ": " + path + ": the HDF5 library did not return within " + std::to_string(seconds) +
-             " s while reading it (a corrupt file can make it loop; a large file on slow storage may just need "
-             "longer: set " + kReadTimeoutVariable + "=SECONDS to allow more, 0 to wait without limit)\n";
   deadline_ = std::chrono::steady_clock::now() + timeout_;
   // The watcher takes no asynchronous signals: they stay with the threads that handle them.
   sigset_t all, old;
@@ -141,13 +195,15 @@ ReadWatchdog::ReadWatchdog(const std::string& path) {
 
 ReadWatchdog::~ReadWatchdog() {
   disarm_crash_guard();
-  if (!thread_.joinable()) return;
-  {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    done_ = true;
+  if (thread_.joinable()) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
   }
-  wake_.notify_one();
-  thread_.join();
+  if (messages_ != nullptr) ::munmap(const_cast<char*>(messages_), messages_size_);
 }
 
 void ReadWatchdog::restart() {
@@ -159,7 +215,7 @@ void ReadWatchdog::restart() {
 void ReadWatchdog::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!done_) {
-    if (std::chrono::steady_clock::now() >= deadline_) expire(message_);
+    if (std::chrono::steady_clock::now() >= deadline_) expire(timeout_message());
     const auto until = deadline_;  // restart() may move deadline_ while this thread waits
     wake_.wait_until(lock, until);
   }

@@ -14,6 +14,9 @@
 //   vattn info: f.h5: the HDF5 library crashed (SIGSEGV) while reading it: the file is corrupt
 // and _exit(2). The previous handlers are put back when the watchdog ends. Either way nothing
 // after that file is read, but what was printed for earlier files stays (stdout is flushed first).
+// The prepared messages live in a page of their own, made read-only once written: the same wild
+// pointer that crashes the library may first have scribbled over the heap (seen with Debian 12's
+// libhdf5: the message's heap buffer came out as zero bytes), and a read-only page survives that.
 #pragma once
 
 #include <chrono>
@@ -62,20 +65,24 @@ class ReadWatchdog {
   // with many cases is not cut off, while a single stuck call still is.
   void restart();
 
-  // The line the crash guard writes for signal `sig` (SIGSEGV or SIGBUS); prepared when armed,
-  // so reading it from a signal handler allocates nothing.
+  // The line the crash guard writes for signal `sig` (SIGSEGV or SIGBUS), and the one the
+  // deadline writes; prepared when armed, so reading them from a signal handler allocates nothing.
   std::string_view crash_message(int sig) const noexcept;
+  std::string_view timeout_message() const noexcept;
 
  private:
   void watch();
 
-  void arm_crash_guard(const std::string& path);
+  void arm_crash_guard();
   void disarm_crash_guard();
 
   std::chrono::seconds timeout_{0};
-  std::string message_;  // prepared before arming: the expiry path only calls write(2) and _exit(2)
-  std::string crash_segv_, crash_bus_;  // the crash messages, likewise prepared
-  const ReadWatchdog* outer_ = nullptr;  // the guard armed before this one (nested reads), if any
+  // The three messages, prepared before arming (the expiry path only calls write(2) and _exit(2)),
+  // in a read-only mapping of their own (see above); nullptr if no mapping could be had.
+  const char* messages_ = nullptr;
+  size_t messages_size_ = 0;
+  const char* outer_ = nullptr;  // the messages of the guard armed before this one (nested reads)
+  bool installed_ = false;       // this guard installed the signal handlers (the outermost one)
   std::mutex mutex_;
   std::condition_variable wake_;
   std::chrono::steady_clock::time_point deadline_;
