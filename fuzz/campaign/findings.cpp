@@ -27,7 +27,7 @@ std::string FindingStore::rerun_command(const std::string& kernel, const std::st
 json Finding::to_json(const std::string& kernel) const {
   json j{{"schema", "vattn-fuzz-finding"}, {"version", 1}, {"id", id}, {"signature", signature},
          {"class", first.verdict}, {"check", first.check}, {"detail", first.detail}, {"count", count},
-         {"state", state}, {"kernel", kernel},
+         {"state", state}, {"kernel", kernel}, {"dir", "findings/" + fs::path(dir).filename().string()},
          {"first_case", {{"index", first.index}, {"recipe", recipe}}}};
   if (!investigation.is_null()) j["investigation"] = investigation;
   const std::string shrunk = investigation.is_object() ? investigation.value("shrunk_recipe", recipe) : recipe;

@@ -55,6 +55,7 @@ struct JournalState {
   std::vector<json> findings;             // finding lines, in order
   std::map<std::string, json> finding_done;  // finding id -> its finding-done line
   std::map<std::string, int64_t> hits;    // finding id -> failed cases that carry it
+  std::map<std::string, int64_t> tolerated;  // signature -> failed cases the ledger tolerated
   int64_t runs = 0;                       // supervisor starts
   double seconds = 0;                     // sum of the runs' elapsed time (their last tick or end line)
   int64_t torn_lines = 0;                 // lines that did not parse (a torn tail)

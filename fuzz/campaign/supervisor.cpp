@@ -28,6 +28,8 @@
 #include "findings.h"
 #include "investigation.h"
 #include "journal.h"
+#include "ledger.h"
+#include "report_runner.h"
 #include "protocol.h"
 #include "target.h"
 #include "worker_process.h"
@@ -56,21 +58,6 @@ std::string hms(double s) {
   const auto t = static_cast<long long>(s);
   std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", t / 3600, (t / 60) % 60, t % 60);
   return buf;
-}
-
-// Printable form of a string that came from a worker or a file: control bytes as \xNN.
-std::string printable(const std::string& s) {
-  std::string o;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      o += buf;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o;
 }
 
 bool is_host_target(const std::string& kernel) { return kernel.rfind("host:", 0) == 0; }
@@ -175,6 +162,7 @@ class Supervisor {
   void finish_investigation(Slot& s);
   double deadline_for(int64_t work) const;
   std::optional<int64_t> next_index();
+  int64_t planned_cases() const;  // indices of this shard below --cases (-1: no --cases)
   bool finished() const;
   // output
   void progress_line(bool force);
@@ -188,6 +176,8 @@ class Supervisor {
   std::unique_ptr<CaseStream> stream_;
   Journal journal_;
   std::unique_ptr<FindingStore> findings_;
+  Ledger ledger_;
+  int64_t tolerated_total_ = 0;
   Coverage coverage_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::set<int64_t> done_, requeue_;
@@ -242,12 +232,22 @@ void Supervisor::open_campaign() {
     sc.device_variants = c.value("device_variants", false);
     stream_ = std::make_unique<CaseStream>(sc);
     if (opt_.cases < 0) opt_.cases = c.value("cases", int64_t{-1});
+    if (c.contains("shard")) {
+      opt_.shard_index = c.at("shard").at(0).get<int64_t>();
+      opt_.shard_count = c.at("shard").at(1).get<int64_t>();
+    }
     done_ = st.done;
     by_verdict_ = st.by_verdict;
     by_class_ = st.by_class;
     cases_total_ = static_cast<int64_t>(done_.size());
     for (const auto& [v, n] : by_verdict_)
       if (v != "pass") failed_total_ += n;
+    // Tolerated cases (the ledger) are failed cases that are not raised: counted apart.
+    for (const auto& [sig, n] : st.tolerated) {
+      tolerated_total_ += n;
+      failed_total_ -= n;
+      if (LedgerEntry* e = ledger_.match(sig, opt_.kernel)) e->count += n;
+    }
     earlier_seconds_ = st.seconds;
     run_number_ = st.runs + 1;
     journal_.open_append(dir_ + "/journal.jsonl");
@@ -267,7 +267,7 @@ void Supervisor::open_campaign() {
     // Coverage is campaign-wide: the recipes of the cases already run come back from the stream.
     for (int64_t i : done_) coverage_.add(stream_->at(i), 0);
     journal_.append({{"t", "run"}, {"run", run_number_}, {"started", utc_now()}, {"resumed", true},
-                     {"argv", opt_.argv_line}, {"done_before", cases_total_}});
+                     {"argv", opt_.argv_line}, {"done_before", cases_total_}, {"ledger", opt_.ledger}});
     return;
   }
   dir_ = opt_.out_dir;
@@ -282,10 +282,13 @@ void Supervisor::open_campaign() {
   sc.device_variants = !is_host_target(opt_.kernel);
   stream_ = std::make_unique<CaseStream>(sc);
   journal_.create(dir_ + "/journal.jsonl");
-  journal_.append({{"t", "campaign"}, {"schema", kJournalSchema}, {"version", kJournalVersion}, {"kernel", opt_.kernel},
-                   {"seed", sc.seed}, {"budget", sc.budget}, {"device_variants", sc.device_variants},
-                   {"cases", opt_.cases}, {"created", utc_now()}, {"generator", std::string("vattn ") + VATTN_VERSION}});
-  journal_.append({{"t", "run"}, {"run", run_number_}, {"started", utc_now()}, {"resumed", false}, {"argv", opt_.argv_line}});
+  json campaign{{"t", "campaign"}, {"schema", kJournalSchema}, {"version", kJournalVersion}, {"kernel", opt_.kernel},
+                {"seed", sc.seed}, {"budget", sc.budget}, {"device_variants", sc.device_variants},
+                {"cases", opt_.cases}, {"created", utc_now()}, {"generator", std::string("vattn ") + VATTN_VERSION}};
+  if (opt_.shard_given) campaign["shard"] = {opt_.shard_index, opt_.shard_count};
+  journal_.append(campaign);
+  journal_.append({{"t", "run"}, {"run", run_number_}, {"started", utc_now()}, {"resumed", false}, {"argv", opt_.argv_line},
+                   {"ledger", opt_.ledger}});
   journal_.sync();
   findings_ = std::make_unique<FindingStore>(dir_, opt_.kernel);
 }
@@ -359,9 +362,19 @@ std::optional<int64_t> Supervisor::next_index() {
     requeue_.erase(requeue_.begin());
     return i;
   }
-  while (done_.count(next_fresh_)) ++next_fresh_;
-  if (opt_.cases >= 0 && next_fresh_ >= opt_.cases) return std::nullopt;
-  return next_fresh_++;
+  // This shard's indices: shard_index, shard_index + shard_count, ... (next_fresh_ counts them).
+  auto index_of = [&](int64_t k) { return opt_.shard_index + k * opt_.shard_count; };
+  while (done_.count(index_of(next_fresh_))) ++next_fresh_;
+  const int64_t i = index_of(next_fresh_);
+  if (opt_.cases >= 0 && i >= opt_.cases) return std::nullopt;
+  ++next_fresh_;
+  return i;
+}
+
+int64_t Supervisor::planned_cases() const {
+  if (opt_.cases < 0) return -1;
+  if (opt_.shard_index >= opt_.cases) return 0;
+  return (opt_.cases - opt_.shard_index + opt_.shard_count - 1) / opt_.shard_count;
 }
 
 void Supervisor::dispatch(Slot& s) {
@@ -445,6 +458,7 @@ void Supervisor::handle(Slot& s, const json& m) {
     s.ready = true;
     s.startup_failures = 0;
     for (Finding* f : findings_->all()) send_message(s.proc.command_fd(), {{"op", "known"}, {"sig", f->signature}});
+    for (const LedgerEntry& e : ledger_.entries()) send_message(s.proc.command_fd(), {{"op", "known"}, {"sig", e.signature}});
   } else if (ev == "fatal") {
     s.fatal = m.value("reason", "");
     s.fatal_usage = m.value("usage", false);
@@ -638,6 +652,15 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
   if (v.device_error) line["e"] = v.device_error;
   Finding* finding = nullptr;
   if (v.failed() && v.verdict != "input-error") {
+    if (LedgerEntry* known = ledger_.match(v.signature(), opt_.kernel)) {  // counted, not raised again
+      ++known->count;
+      ++tolerated_total_;
+      if (!v.repro.empty()) fs::remove(v.repro);
+      line["sig"] = v.signature();
+      line["k"] = "ledger";
+      journal_.append(line);
+      return;
+    }
     ++failed_total_;
     finding = findings_->find(v.signature());
     if (finding) {
@@ -738,8 +761,8 @@ void Supervisor::finish_investigation(Slot& s) {
 }
 
 bool Supervisor::finished() const {
-  // Only indices below --cases are ever dispatched, so the count says it.
-  if (opt_.cases < 0 || static_cast<int64_t>(done_.size()) < opt_.cases) return false;
+  // Only this shard's indices below --cases are ever dispatched, so the count says it.
+  if (opt_.cases < 0 || static_cast<int64_t>(done_.size()) < planned_cases()) return false;
   for (const auto& s : slots_)
     if (s->inv) return false;
   return waiting_.empty();
@@ -790,11 +813,14 @@ std::string Supervisor::summary_text(const std::string& reason) const {
                 hms(e).c_str(), static_cast<long long>(cases_this_run_), e > 0 ? cases_this_run_ / e : 0.0,
                 static_cast<long long>(long_this_run_), e > 0 ? long_this_run_ / e : 0.0, reason.c_str());
   os << buf;
-  std::snprintf(buf, sizeof buf, "  campaign: %lld cases in %s over %lld run(s); %lld failed; %lld suite error(s)\n",
+  std::snprintf(buf, sizeof buf, "  campaign: %lld cases in %s over %lld run(s); %lld failed; %lld suite error(s)",
                 static_cast<long long>(cases_total_), hms(earlier_seconds_ + e).c_str(),
                 static_cast<long long>(run_number_), static_cast<long long>(failed_total_),
                 static_cast<long long>(suite_errors_));
   os << buf;
+  if (tolerated_total_ > 0) os << "; " << tolerated_total_ << " tolerated (ledger)";
+  if (opt_.shard_count > 1) os << "; shard " << opt_.shard_index << "/" << opt_.shard_count;
+  os << "\n";
   os << "  verdicts:";
   for (const auto& [v, n] : by_verdict_) os << " " << v << " " << n;
   os << "\n  by size (this run, seconds in code under test + checks per case):";
@@ -839,6 +865,12 @@ std::string Supervisor::summary_text(const std::string& reason) const {
        << "        reproduce: " << FindingStore::rerun_command(opt_.kernel, shrunk) << "\n"
        << "        evidence: " << f->dir << "\n";
   }
+  if (!ledger_.path().empty()) {
+    os << "  ledger " << ledger_.path() << ": " << tolerated_total_ << " tolerated case(s)\n";
+    for (const LedgerEntry& le : ledger_.entries())
+      os << "    " << printable(le.signature) << " on " << printable(le.kernel) << "  x" << le.count << "  (" << printable(le.reason)
+         << ")\n";
+  }
   os << "  coverage (campaign):\n" << coverage_.text();
   return os.str();
 }
@@ -859,6 +891,9 @@ void Supervisor::write_summary(const std::string& reason) {
   json fl = json::array();
   for (const Finding* f : findings_->all()) fl.push_back(f->to_json(opt_.kernel));
   j["findings"] = fl;
+  j["tolerated"] = tolerated_total_;
+  if (!ledger_.path().empty()) j["ledger"] = ledger_.to_json();
+  if (opt_.shard_count > 1 || opt_.shard_index > 0) j["shard"] = {opt_.shard_index, opt_.shard_count};
   std::ofstream out(dir_ + "/summary.json.tmp");
   out << j.dump(2) << "\n";
   out.close();
@@ -867,6 +902,7 @@ void Supervisor::write_summary(const std::string& reason) {
 
 int Supervisor::run() {
   const bool fresh = opt_.resume_dir.empty();
+  if (!opt_.ledger.empty()) ledger_ = Ledger::load(opt_.ledger);  // a bad ledger is a usage error, before any work
   if (fresh) {
     // Everything that can be checked here is, before the campaign directory exists: a host
     // target's name and rules, and whether a GPU revision has a GPU. A revision library that does
@@ -899,7 +935,9 @@ int Supervisor::run() {
     }
     if (!stopping_ && finished()) {
       stopping_ = true;
-      stop_reason_ = "all " + std::to_string(opt_.cases) + " cases ran";
+      stop_reason_ = opt_.shard_count > 1 ? "all " + std::to_string(planned_cases()) + " cases of shard " +
+                                                 std::to_string(opt_.shard_index) + "/" + std::to_string(opt_.shard_count) + " ran"
+                                           : "all " + std::to_string(opt_.cases) + " cases ran";
       stop_at = Clock::now();
     }
     if (stopping_) {
@@ -960,6 +998,10 @@ int Supervisor::run() {
   for (auto* f : findings_->all()) findings_->save(*f);
   write_summary(reason);
   std::fputs(summary_text(reason).c_str(), stdout);
+  if (opt_.report) {
+    std::fflush(stdout);
+    std::printf("  %s\n", write_campaign_report(opt_.self_exe, dir_).c_str());
+  }
   const size_t n = findings_->all().size();
   std::printf("vattn fuzz: %lld cases, %zu finding%s%s\n", static_cast<long long>(cases_total_), n, n == 1 ? "" : "s",
               fatal_reason_.empty() ? "" : " (stopped early)");

@@ -20,6 +20,10 @@ struct CampaignOptions {
   int64_t cases = -1;            // the campaign's size in cases (-1: not set)
   uint64_t seed = 0;
   bool seed_given = false;
+  int64_t shard_index = 0;       // --shard I/N: this campaign runs the indices i with i % N == I
+  int64_t shard_count = 1;
+  bool shard_given = false;
+  std::string ledger;            // --ledger FILE: known, tolerated findings (campaign/ledger.h)
   std::string budget = "large";
   std::string gpus = "all";      // GPU targets: all | 0,1,...
   int workers = 1;               // host targets: worker processes
@@ -31,6 +35,7 @@ struct CampaignOptions {
   int max_shrink_runs = 400;
   double max_shrink_seconds = 900;
   bool progress = false;         // live progress line (on a terminal)
+  bool report = true;            // write DIR/report.html at the end (campaign/report_runner.h)
   std::string self_exe;          // the vattn binary (workers are `vattn fuzz-worker ...`)
   std::string argv_line;         // the command as typed, for the journal
 };

@@ -19,6 +19,27 @@ size_t utf8_length(const std::string& s, size_t i) {
   return n;
 }
 
+std::string compose(const std::string& file, const std::string& case_name, const std::string& field,
+                    const std::string& reason) {
+  std::ostringstream os;
+  if (!file.empty()) os << printable(file) << ": ";
+  if (!case_name.empty()) os << "case '" << printable(case_name) << "': ";
+  if (!field.empty()) os << "field '" << printable(field) << "': ";
+  os << printable(reason);
+  return os.str();
+}
+
+std::string list_summary(const std::vector<int>& v) {
+  std::ostringstream os;
+  os << '[';
+  const size_t shown = v.size() <= 8 ? v.size() : 6;
+  for (size_t i = 0; i < shown; ++i) os << (i ? "," : "") << v[i];
+  if (shown < v.size()) os << ",...," << v.back() << " (" << v.size() << " requests)";
+  os << ']';
+  return os.str();
+}
+}  // namespace
+
 // Names and values read from a damaged file may hold any bytes: control bytes and broken UTF-8
 // are shown as \xNN, so the message stays one readable line.
 std::string printable(const std::string& s) {
@@ -40,27 +61,6 @@ std::string printable(const std::string& s) {
   }
   return out;
 }
-
-std::string compose(const std::string& file, const std::string& case_name, const std::string& field,
-                    const std::string& reason) {
-  std::ostringstream os;
-  if (!file.empty()) os << printable(file) << ": ";
-  if (!case_name.empty()) os << "case '" << printable(case_name) << "': ";
-  if (!field.empty()) os << "field '" << printable(field) << "': ";
-  os << printable(reason);
-  return os.str();
-}
-
-std::string list_summary(const std::vector<int>& v) {
-  std::ostringstream os;
-  os << '[';
-  const size_t shown = v.size() <= 8 ? v.size() : 6;
-  for (size_t i = 0; i < shown; ++i) os << (i ? "," : "") << v[i];
-  if (shown < v.size()) os << ",...," << v.back() << " (" << v.size() << " requests)";
-  os << ']';
-  return os.str();
-}
-}  // namespace
 
 InputError::InputError(std::string file, std::string case_name, std::string field, std::string reason)
     : std::runtime_error(compose(file, case_name, field, reason)),

@@ -20,14 +20,6 @@ namespace vattn::cli {
 
 namespace {
 
-std::string self_exe() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the vattn binary (/proc/self/exe)");
-  buf[n] = '\0';
-  return buf;
-}
-
 // The stream's limits, widened so one given recipe fits them too (`--recipe`, shrink candidates).
 GenBudget widen(GenBudget b, const Recipe& r) {
   b.max_batch = std::max<int>(b.max_batch, static_cast<int>(r.prefix.size()));
@@ -40,6 +32,22 @@ GenBudget widen(GenBudget b, const Recipe& r) {
   b.max_total_drafts = std::max(b.max_total_drafts, sum_t);
   b.max_splits = std::max(b.max_splits, r.splits);
   return b;
+}
+
+// --shard I/N: two whole numbers, 0 <= I < N <= 2^20.
+void parse_shard(const std::string& text, fuzz::CampaignOptions& o) {
+  const size_t slash = text.find('/');
+  auto whole = [](const std::string& s) {
+    return !s.empty() && s.size() <= 7 && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  const std::string i = slash == std::string::npos ? "" : text.substr(0, slash);
+  const std::string n = slash == std::string::npos ? "" : text.substr(slash + 1);
+  if (!whole(i) || !whole(n)) throw UsageError("--shard must be I/N with whole numbers, e.g. 0/4 (got '" + text + "')");
+  o.shard_index = std::stoll(i);
+  o.shard_count = std::stoll(n);
+  if (o.shard_count < 1 || o.shard_count > (1 << 20) || o.shard_index >= o.shard_count)
+    throw UsageError("--shard I/N needs 0 <= I < N <= 1048576 (got '" + text + "')");
+  o.shard_given = true;
 }
 
 }  // namespace
@@ -62,6 +70,8 @@ int cmd_fuzz(int argc, char** argv) {
       .option("out", "DIR", "campaign directory (created; must not hold a campaign)", "fuzz-<UTC time>")
       .option("resume", "DIR", "continue the campaign in DIR (same kernel, seed, budget; totals carried over)")
       .option("seed", "S", "campaign seed", "random")
+      .option("shard", "I/N", "run only the indices i with i % N == I (N hosts, one stream: give each the same --seed)")
+      .option("ledger", "FILE", "known, tolerated findings (fuzz/ledger.json): counted, not raised again")
       .option("budget", "small|medium|large", "case mix (fuzz/README.md)", "large")
       .option("gpus", "all|0,1,..", "GPU workers, one per GPU", "all")
       .option("workers", "N", "worker processes for a host:* target", "1")
@@ -71,6 +81,7 @@ int cmd_fuzz(int argc, char** argv) {
       .option("heartbeat-timeout", "SECONDS", "a worker silent this long is taken as hung", "20")
       .option("max-shrink-runs", "N", "runs spent shrinking one finding", "400")
       .option("max-shrink-seconds", "SECONDS", "time spent shrinking one finding", "900")
+      .flag("no-report", "do not write DIR/report.html at the end (vattn report DIR makes it later)")
       .option("recipe", "LINE", "run only this case, in a fresh worker, and print its verdict (re-runs a finding)")
       .option("repro", "FILE", "with --recipe: write the repro here when it fails")
       .example("vattn fuzz --kernel split-v1 --hours 8 --out night1", "a night on every GPU")
@@ -78,6 +89,8 @@ int cmd_fuzz(int argc, char** argv) {
       .example("vattn fuzz --kernel build/revisions/librev.so --cases 100000", "a fixed-size campaign")
       .example("vattn fuzz --kernel host:faulty --budget small --cases 200", "the supervisor without a GPU")
       .example("vattn fuzz --kernel split-v1 --recipe \"B=1 H=1 P=[0] T=[17]\"", "re-run one case")
+      .example("vattn fuzz --kernel split-v1 --seed 7 --shard 2/8 --hours 8 --out night1/task-2",
+               "host 2 of 8 (scripts/slurm/); merge with vattn fuzz-merge")
       .note("exit codes: 0 nothing found, 1 findings (the summary lists them), 2 usage, or nothing could run\n"
             "(the kernel does not load, no CUDA device for a GPU revision, workers cannot start)");
   fuzz::CampaignOptions o;
@@ -88,8 +101,12 @@ int cmd_fuzz(int argc, char** argv) {
     o.kernel = args.get("kernel");
     o.resume_dir = args.get("resume");
     if (o.kernel.empty() && o.resume_dir.empty()) throw UsageError("--kernel is required (or --resume DIR)");
-    if (!o.resume_dir.empty() && (args.has("seed") || args.has("budget") || args.has("out")))
-      throw UsageError("--resume keeps the campaign's seed, budget and directory; leave --seed, --budget and --out out");
+    if (!o.resume_dir.empty() && (args.has("seed") || args.has("budget") || args.has("out") || args.has("shard")))
+      throw UsageError("--resume keeps the campaign's seed, budget, shard and directory; leave --seed, --budget, --shard "
+                       "and --out out");
+    if (args.has("shard")) parse_shard(args.get("shard"), o);
+    o.ledger = args.get("ledger");
+    o.report = !args.has("no-report");
     if (args.has("hours")) {
       o.hours = args.get_double("hours", 8);
       if (!(o.hours > 0) || o.hours > 24 * 365) throw UsageError("--hours must be > 0 (got " + args.get("hours") + ")");

@@ -3,6 +3,8 @@
 // 0 success, 1 a check failed (out of tolerance, property violated), 2 unusable input or usage.
 #pragma once
 
+#include <string>
+
 namespace vattn::cli {
 
 constexpr int kExitOk = 0;
@@ -21,11 +23,17 @@ constexpr const char* kExitCodesHelp =
 constexpr const char* kNoCuda = "this vattn was built without CUDA (VATTN_CUDA=OFF)";
 
 int cmd_gen(int argc, char** argv);
+int cmd_report(int argc, char** argv);
+int cmd_fuzz_merge(int argc, char** argv);
+int cmd_promote(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_replay(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_graph_check(int argc, char** argv);
 int cmd_fuzz(int argc, char** argv);
 int cmd_fuzz_worker(int argc, char** argv);  // internal: the worker process `vattn fuzz` starts
+
+// The path of the running vattn binary (/proc/self/exe); throws std::runtime_error.
+std::string self_exe();
 
 }  // namespace vattn::cli

@@ -23,6 +23,9 @@ const Subcommand kSubcommands[] = {
     {"bench", vattn::cli::cmd_bench, "time a kernel revision against a roofline measured in the same run (GPU)"},
     {"graph-check", vattn::cli::cmd_graph_check, "CUDA-graph safety checks of a kernel revision (GPU)"},
     {"fuzz", vattn::cli::cmd_fuzz, "overnight fuzz campaign: isolated workers, findings shrunk, resumable"},
+    {"fuzz-merge", vattn::cli::cmd_fuzz_merge, "merge the campaign directories of several hosts (Slurm array tasks)"},
+    {"report", vattn::cli::cmd_report, "HTML morning report of a campaign, optionally beside another"},
+    {"promote", vattn::cli::cmd_promote, "copy a finding's shrunk case into the regression corpus ctest replays"},
     {"fuzz-worker", vattn::cli::cmd_fuzz_worker, nullptr},  // started by `vattn fuzz`; not listed
 };
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# regressions.sh VATTN cpu|gpu CORPUS_DIR
+# Replays the regression corpus (fixtures/regressions/: fuzz findings promoted with `vattn
+# promote`). cpu: every file validates and its stored float64 oracle output is recomputed and
+# compared (no GPU needed). gpu: the same with the kernel (`--kernel split-v1`) held to it; with
+# no CUDA device it exits 77 (ctest: Skipped), unless VATTN_REQUIRE_GPU=1 says there must be one.
+# An empty corpus fails: a regression test that replays nothing cannot fail.
+set -u
+vattn=$1 mode=$2 corpus=$3
+shopt -s nullglob
+files=("$corpus"/*.h5)
+if [ ${#files[@]} -eq 0 ]; then
+  echo "FAIL: no case files in $corpus (vattn promote adds them)"
+  exit 1
+fi
+args=()
+if [ "$mode" = gpu ]; then
+  probe=$("$vattn" replay --kernel split-v1 "${files[0]}" 2>&1)
+  if [ $? -eq 2 ] && grep -q "no CUDA device\|built without CUDA" <<<"$probe"; then
+    if [ "${VATTN_REQUIRE_GPU:-0}" = 1 ]; then
+      echo "FAIL: no CUDA device, and VATTN_REQUIRE_GPU=1 says this machine should have one"
+      exit 1
+    fi
+    echo "SKIPPED: no CUDA device (the corpus is replayed with the kernel on a GPU machine)"
+    exit 77
+  fi
+  args=(--kernel split-v1)
+fi
+out=$("$vattn" replay "${args[@]}" "${files[@]}" 2>&1)
+code=$?
+echo "$out"
+want="${#files[@]} passed, 0 failed"
+if [ $code -ne 0 ] || ! grep -qF "replay: $want" <<<"$out"; then
+  echo "FAIL: vattn replay ${args[*]} of the corpus: exit $code, expected 0 and '$want'"
+  exit 1
+fi
+echo "ok: ${#files[@]} regression case(s) replayed ($mode)"
+# SPDX-License-Identifier: Apache-2.0
