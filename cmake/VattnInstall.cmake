@@ -94,6 +94,8 @@ install(TARGETS ${_vattn_export_targets}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 list(REMOVE_DUPLICATES _vattn_headers)
 install(FILES ${_vattn_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/vattn)
+# `vattn report` looks for the morning report generator at <bin>/../share/vattn first.
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/fuzz/report/morning_report.py DESTINATION ${CMAKE_INSTALL_DATADIR}/vattn)
 install(EXPORT vattnTargets NAMESPACE vattn:: FILE vattnTargets.cmake DESTINATION ${VATTN_INSTALL_CMAKEDIR})
 
 set(VATTN_CONFIG_PORTABLE ${VATTN_PORTABLE})

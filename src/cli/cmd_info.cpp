@@ -31,13 +31,16 @@ std::string lengths(const std::vector<int>& v) {
 
 std::string header_line(const CaseFile& f) {
   std::ostringstream os;
-  os << f.path << ": format " << kCaseFormatName << " v" << f.header.format_version << ", source " << f.header.source
-     << ", created " << f.header.created << ", generator " << f.header.generator;
+  os << printable(f.path) << ": format " << kCaseFormatName << " v" << f.header.format_version << ", source "
+     << printable(f.header.source) << ", created " << printable(f.header.created) << ", generator "
+     << printable(f.header.generator);
   for (const char* key : {"model", "gpu"}) {
     const auto it = f.header.optional.find(key);
-    if (it != f.header.optional.end()) os << ", " << key << " " << it->second;
+    if (it != f.header.optional.end()) os << ", " << key << " " << printable(it->second);
   }
   os << ", " << f.cases.size() << " case" << (f.cases.size() == 1 ? "" : "s");
+  if (const auto it = f.header.optional.find("notes"); it != f.header.optional.end())
+    os << "\n  notes: " << printable(it->second);
   return os.str();
 }
 
