@@ -11,15 +11,6 @@ namespace vattn::fuzz {
 
 namespace fs = std::filesystem;
 
-std::string shell_quote(const std::string& s) {
-  bool plain = !s.empty();
-  for (char c : s) plain = plain && (isalnum(static_cast<unsigned char>(c)) || std::string("-_./:=@,+").find(c) != std::string::npos);
-  if (plain) return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::string FindingStore::rerun_command(const std::string& kernel, const std::string& recipe) {
   return "vattn fuzz --kernel " + shell_quote(kernel) + " --recipe " + shell_quote(recipe);
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "case.h"
 #include "protocol.h"
 
 namespace vattn::fuzz {
@@ -47,7 +48,6 @@ class FindingStore {
   std::map<std::string, Finding*> by_signature_;
 };
 
-// Quotes a word for a POSIX shell when it needs it.
-std::string shell_quote(const std::string& s);
+using vattn::shell_quote;  // case.h
 
 }  // namespace vattn::fuzz

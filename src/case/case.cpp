@@ -42,12 +42,12 @@ std::string list_summary(const std::vector<int>& v) {
 
 // Names and values read from a damaged file may hold any bytes: control bytes and broken UTF-8
 // are shown as \xNN, so the message stays one readable line.
-std::string printable(const std::string& s) {
+std::string printable(const std::string& s, bool keep_newlines) {
   static const char* hex = "0123456789abcdef";
   std::string out;
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f) {
+    if ((c >= 0x20 && c < 0x7f) || (keep_newlines && c == '\n')) {
       out += s[i++];
     } else if (const size_t n = c >= 0x80 ? utf8_length(s, i) : 0; n > 0) {
       out.append(s, i, n);
@@ -60,6 +60,15 @@ std::string printable(const std::string& s) {
     }
   }
   return out;
+}
+
+std::string shell_quote(const std::string& s) {
+  bool plain = !s.empty();
+  for (char c : s) plain = plain && (isalnum(static_cast<unsigned char>(c)) || std::string("-_./:=@,+").find(c) != std::string::npos);
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
 }
 
 InputError::InputError(std::string file, std::string case_name, std::string field, std::string reason)

@@ -13,7 +13,10 @@ namespace vattn {
 
 // A string from a file or another process, made safe to print: control bytes and broken UTF-8
 // become \xNN (valid UTF-8 stays), so a name cannot move the cursor or erase a line.
-std::string printable(const std::string& s);
+// keep_newlines: a multi-line text keeps its line breaks (every other control byte is escaped).
+std::string printable(const std::string& s, bool keep_newlines = false);
+// A word quoted for a POSIX shell when it needs it (re-run lines people paste).
+std::string shell_quote(const std::string& s);
 
 // A problem with user-supplied input. Carries where it is, so every message can name
 // the file, the case and the field. Tools map it to exit code 2.

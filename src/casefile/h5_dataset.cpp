@@ -17,7 +17,72 @@ Plist untimed_create_plist(hid_t plist_class, const Where& w) {
 bool has_link(hid_t loc, const char* name, const Where& w) {
   const htri_t exists = H5Lexists(loc, name, H5P_DEFAULT);
   if (exists < 0) w.read_error_h5(std::string("cannot look up '") + name + "'");
+  if (exists > 0) require_hard_link(loc, name, w);
   return exists > 0;
+}
+
+void require_hard_link(hid_t loc, const char* name, const Where& w) {
+  H5L_info_t info{};
+  if (H5Lget_info(loc, name, &info, H5P_DEFAULT) < 0) w.read_error_h5(std::string("cannot look up '") + name + "'");
+  if (info.type == H5L_TYPE_HARD) return;
+  const std::string what = info.type == H5L_TYPE_EXTERNAL ? "an external link (to an object in another file)"
+                           : info.type == H5L_TYPE_SOFT   ? "a soft link (a path that may lead anywhere, other files included)"
+                                                          : "a user-defined link";
+  w.read_error("'" + std::string(name) + "' is " + what +
+               ": a case file must hold its objects itself (hard links only); vattn follows nothing out of the file");
+}
+
+namespace {
+
+// A filter's name for messages: the registered ones people meet in case files.
+std::string filter_name(H5Z_filter_t id, const char* stored) {
+  switch (id) {
+    case H5Z_FILTER_DEFLATE: return "deflate (gzip)";
+    case H5Z_FILTER_SHUFFLE: return "shuffle";
+    case H5Z_FILTER_FLETCHER32: return "fletcher32";
+    case H5Z_FILTER_SZIP: return "szip";
+    case H5Z_FILTER_NBIT: return "nbit";
+    case H5Z_FILTER_SCALEOFFSET: return "scaleoffset";
+    case 32000: return "lzf";
+    case 32001: return "blosc";
+    case 32004: return "lz4";
+    case 32008: return "bitshuffle";
+    case 32015: return "zstd";
+    default: return stored != nullptr && *stored ? stored : "unregistered";
+  }
+}
+
+}  // namespace
+
+void require_storage_inside(hid_t dataset, const char* name, const Where& w) {
+  Plist dcpl(H5Dget_create_plist(dataset));
+  if (!dcpl.valid()) w.read_error_h5(std::string("cannot read how '") + name + "' is stored");
+  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  if (layout == H5D_VIRTUAL) {
+    w.read_error("'" + std::string(name) + "' is a virtual dataset (its data is mapped from other datasets, other files "
+                 "included): vattn reads only data stored in the case file; rewrite it as a plain dataset");
+  }
+  if (layout < 0) w.read_error_h5(std::string("cannot read the layout of '") + name + "'");
+  const int external = H5Pget_external_count(dcpl.get());
+  if (external != 0) {
+    w.read_error("'" + std::string(name) + "' keeps its raw data in external file(s) (" +
+                 std::to_string(external < 0 ? 0 : external) +
+                 "): vattn reads only data stored in the case file; rewrite it as a plain dataset");
+  }
+  const int nfilters = H5Pget_nfilters(dcpl.get());
+  for (int i = 0; i < nfilters; ++i) {
+    unsigned flags = 0, config = 0;
+    size_t nvalues = 0;
+    char stored[64] = {0};
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nvalues, nullptr,
+                                           sizeof stored, stored, &config);
+    if (id < 0) w.read_error_h5(std::string("cannot read the filters of '") + name + "'");
+    if (H5Zfilter_avail(id) <= 0) {
+      w.read_error("'" + std::string(name) + "' is compressed with filter " + std::to_string(id) + " (" +
+                   filter_name(id, stored) + "), which this HDF5 library does not have: rewrite the file with gzip, "
+                   "e.g. h5repack -f GZIP=4 in.h5 out.h5, or in h5py compression='gzip'");
+    }
+  }
 }
 
 Dataset open_dataset(hid_t loc, const char* name, const Where& w) {
@@ -25,6 +90,7 @@ Dataset open_dataset(hid_t loc, const char* name, const Where& w) {
   Object obj(H5Oopen(loc, name, H5P_DEFAULT));
   if (!obj.valid()) w.read_error_h5(std::string("cannot open '") + name + "'");
   if (H5Iget_type(obj.get()) != H5I_DATASET) w.read_error(std::string("'") + name + "' is not a dataset");
+  require_storage_inside(obj.get(), name, w);  // from its metadata, before any of its data is read
   return Dataset(obj.release());
 }
 

@@ -19,8 +19,17 @@ constexpr size_t kChunkThresholdBytes = 64 * 1024;  // smaller datasets stay con
 constexpr size_t kChunkTargetBytes = 256 * 1024;
 constexpr unsigned kDeflateLevel = 4;
 
+// Whether `name` exists in `loc`; one that exists must be a hard link (require_hard_link).
 bool has_link(hid_t loc, const char* name, const Where& w);
-// Opens `name` (one path component) as a dataset; a missing one or a group is a read_error.
+// A case file holds its objects itself: an external, soft or user-defined link is a read_error,
+// decided from the link alone (nothing is followed).
+void require_hard_link(hid_t loc, const char* name, const Where& w);
+// Its data must be in this file, readable here: a virtual dataset, external raw storage or a
+// filter this libhdf5 lacks (say LZF) is a read_error naming it, decided from the dataset's
+// creation properties before any of its data is read.
+void require_storage_inside(hid_t dataset, const char* name, const Where& w);
+// Opens `name` (one path component) as a dataset; a missing one, a group, a link that is not
+// hard or storage outside the file is a read_error.
 Dataset open_dataset(hid_t loc, const char* name, const Where& w);
 Type dataset_type(hid_t dataset, const Where& w);
 std::vector<hsize_t> dataset_dims(hid_t dataset, const Where& w);

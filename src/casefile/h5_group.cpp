@@ -34,6 +34,7 @@ std::vector<std::string> member_names(hid_t group, const Where& w) {
 }
 
 H5I_type_t member_kind(hid_t group, const char* name, const Where& w) {
+  require_hard_link(group, name, w);
   Object obj(H5Oopen(group, name, H5P_DEFAULT));
   if (!obj.valid()) w.read_error_h5(std::string("cannot open '") + name + "'");
   return H5Iget_type(obj.get());

@@ -53,7 +53,7 @@ std::string case_line(const Case& c) {
     for (int i = 0; i < c.drafts(b); ++i) padded += c.visible(b, i, i) ? 0 : 1;
   }
   std::ostringstream os;
-  os << "  " << c.name << "  B=" << c.num_requests() << " H=" << c.num_heads << " d_qk/d_v=" << c.d_qk << "/" << c.d_v
+  os << "  " << printable(c.name) << "  B=" << c.num_requests() << " H=" << c.num_heads << " d_qk/d_v=" << c.d_qk << "/" << c.d_v
      << " P=" << lengths(p) << " T=" << lengths(t);
   if (padded) os << " padded=" << padded;
   char scale[32];
@@ -62,8 +62,8 @@ std::string case_line(const Case& c) {
   for (const auto& kv : c.int_attrs) os << " " << kv.first << "=" << kv.second;
   os << " outputs=";
   if (c.outputs.empty()) os << "(none)";
-  for (size_t i = 0; i < c.outputs.size(); ++i) os << (i ? "," : "") << c.outputs[i].producer;
-  if (!c.recipe.empty()) os << "\n      recipe: " << c.recipe;
+  for (size_t i = 0; i < c.outputs.size(); ++i) os << (i ? "," : "") << printable(c.outputs[i].producer);
+  if (!c.recipe.empty()) os << "\n      recipe: " << printable(c.recipe);
   return os.str();
 }
 

@@ -78,7 +78,7 @@ class Replayer {
   }
 
   void replay_case(const std::string& source, const Case& c, bool from_recipe) {
-    if (verbose_) std::printf("-- %s: %s  %s\n", source.c_str(), c.name.c_str(), c.describe().c_str());
+    if (verbose_) std::printf("-- %s: %s  %s\n", printable(source).c_str(), printable(c.name).c_str(), c.describe().c_str());
     Reference ref64, bf16;
     if (gpu_oracle_) {
 #if VATTN_HAVE_CUDA
@@ -116,7 +116,8 @@ class Replayer {
         p->run(ctx, out, lse);
         row.report = compare(c, ref64, bf16, out, lse, p->name() + against, tol_);
       } catch (const CaseNotSupported& e) {
-        std::printf("%-28s %-28s %-6s (%s)\n", c.name.c_str(), p->name().c_str(), "SKIP", e.what());
+        std::printf("%-28s %-28s %-6s (%s)\n", printable(c.name).c_str(), printable(p->name()).c_str(), "SKIP",
+                    printable(e.what()).c_str());
         not_run_.push_back(
             JsonObject().add("producer", p->name()).add("case", c.name).add("reason", e.what()).str());
         continue;
@@ -129,7 +130,7 @@ class Replayer {
       emit(std::move(row));
     }
     if (rows_.size() == before) {  // nothing checked: as unusable as a file that cannot be read
-      std::printf("%-28s (nothing to compare: no stored outputs, no live producer ran)\n", c.name.c_str());
+      std::printf("%-28s (nothing to compare: no stored outputs, no live producer ran)\n", printable(c.name).c_str());
       const std::string what = source + ": case '" + c.name + "': nothing to compare (no stored outputs, no live producer ran)";
       std::fprintf(stderr, "vattn replay: %s\n", what.c_str());
       unusable_.push_back(JsonObject().add("input", source).add("case", c.name).add("message", what).str());
@@ -179,13 +180,13 @@ class Replayer {
     const bool oracle = row.kind == RowKind::kStoredOracle;
     // A stored output says so: "kernel:split-v1" read from the file is not a run of the kernel.
     const std::string shown = row.kind == RowKind::kStored ? row.producer + " (stored)" : row.producer;
-    std::printf("%-28s %-28s %-6s %15s %10s %11s %10s\n", row.case_name.c_str(), shown.c_str(),
+    std::printf("%-28s %-28s %-6s %15s %10s %11s %10s\n", printable(row.case_name).c_str(), printable(shown).c_str(),
                 r.pass ? "PASS" : "FAIL", fmt(r.worst_err_over_bound).c_str(), fmt(r.score).c_str(),
                 oracle ? "-" : fmt(r.ratio_vs_bf16_ref).c_str(), fmt(r.lse_max_err).c_str());
     if (!r.pass || verbose_) {
       const std::string detail = oracle ? stored_oracle_detail(r) : r.detail();
-      std::printf("%s", indent(detail).c_str());
-      if (!r.pass) std::printf("    re-run: %s\n", rerun_line(row).c_str());
+      std::printf("%s", indent(printable(detail, true)).c_str());
+      if (!r.pass) std::printf("    re-run: %s\n", printable(rerun_line(row)).c_str());
     }
     std::fflush(stdout);
     rows_.push_back(std::move(row));
@@ -193,8 +194,8 @@ class Replayer {
 
   // Stored outputs live only in their file; a live producer's case follows from its recipe.
   static std::string rerun_line(const ReplayRow& row) {
-    if (row.kind == RowKind::kLive && !row.recipe.empty()) return "vattn replay --recipe \"" + row.recipe + "\"";
-    return "vattn replay " + row.source + " --case " + row.case_name;
+    if (row.kind == RowKind::kLive && !row.recipe.empty()) return "vattn replay --recipe " + shell_quote(row.recipe);
+    return "vattn replay " + shell_quote(row.source) + " --case " + shell_quote(row.case_name);
   }
 
   static std::string indent(const std::string& text) {
@@ -369,8 +370,8 @@ int cmd_replay(int argc, char** argv) {
       replayer.unusable(path, path + ": the file has no cases under /cases");
       continue;
     }
-    std::printf("== %s: %zu case%s, source %s\n", path.c_str(), f.cases.size(), f.cases.size() == 1 ? "" : "s",
-                f.header.source.c_str());
+    std::printf("== %s: %zu case%s, source %s\n", printable(path).c_str(), f.cases.size(), f.cases.size() == 1 ? "" : "s",
+                printable(f.header.source).c_str());
     for (const auto& c : f.cases) replayer.replay_case(path, c, false);
   }
   if (a.has("recipe")) {
