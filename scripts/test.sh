@@ -12,5 +12,6 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "NOTE: no CUDA device here: the gpu-labelled tests will be reported as Skipped (they did NOT run)."
   echo "      On a GPU machine: ctest -L gpu; from this machine: scripts/device/stage.sh, then scripts/device/run.sh there."
 fi
-exec ctest --output-on-failure -j "$(nproc)" "$@"
+# ctest also writes JUnit XML for CI systems (kept in the build folder).
+exec ctest --output-on-failure --output-junit "$VATTN_BUILD/ctest-junit.xml" -j "$(nproc)" "$@"
 # SPDX-License-Identifier: Apache-2.0

@@ -12,6 +12,7 @@
 #include "gen_kinds.h"
 #include "generate.h"
 #include "json.h"
+#include "junit.h"
 #if VATTN_HAVE_CUDA
 #include "cuda_check.h"
 #include "naive_runner.h"
@@ -72,7 +73,7 @@ class Replayer {
         const std::string why = p->unavailable_reason();
         if (why.empty() || !announced_.insert(p->name()).second) continue;
         std::printf("%s: not run (%s)\n", p->name().c_str(), why.c_str());
-        not_run_.push_back(JsonObject().add("producer", p->name()).add("reason", why).str());
+        not_run_.push_back({{"producer", p->name()}, {"reason", why}});
       }
     }
   }
@@ -118,8 +119,7 @@ class Replayer {
       } catch (const CaseNotSupported& e) {
         std::printf("%-28s %-28s %-6s (%s)\n", printable(c.name).c_str(), printable(p->name()).c_str(), "SKIP",
                     printable(e.what()).c_str());
-        not_run_.push_back(
-            JsonObject().add("producer", p->name()).add("case", c.name).add("reason", e.what()).str());
+        not_run_.push_back({{"producer", p->name()}, {"case", c.name}, {"reason", e.what()}});
         continue;
       } catch (const std::exception& e) {
         row.report.case_name = c.name;
@@ -133,7 +133,7 @@ class Replayer {
       std::printf("%-28s (nothing to compare: no stored outputs, no live producer ran)\n", printable(c.name).c_str());
       const std::string what = source + ": case '" + c.name + "': nothing to compare (no stored outputs, no live producer ran)";
       std::fprintf(stderr, "vattn replay: %s\n", what.c_str());
-      unusable_.push_back(JsonObject().add("input", source).add("case", c.name).add("message", what).str());
+      unusable_.push_back({{"input", source}, {"case", c.name}, {"message", what}});
     }
   }
 
@@ -147,25 +147,50 @@ class Replayer {
 
   void unusable(const std::string& source, const std::string& message) {
     std::fprintf(stderr, "vattn replay: %s (nothing replayed from this input)\n", message.c_str());
-    unusable_.push_back(JsonObject().add("input", source).add("message", message).str());
+    unusable_.push_back({{"input", source}, {"message", message}});
   }
 
   int passed() const { return count(true); }
   int failed() const { return count(false); }
   size_t unusable_count() const { return unusable_.size(); }
 
-  std::string json() const {
-    std::vector<std::string> results;
+  // The report (schema vattn-replay-report, docs/reports.md).
+  json report() const {
+    json results = json::array();
     for (const auto& r : rows_) results.push_back(row_json(r));
-    JsonObject top;
-    top.add("tool", "vattn replay")
-        .add("version", VATTN_VERSION)
-        .add("passed", passed())
-        .add("failed", failed())
-        .raw("results", json_array(results, "  "))
-        .raw("not_run", json_array(not_run_, "  "))
-        .raw("unusable", json_array(unusable_, "  "));
-    return top.str() + "\n";
+    json top = report_head("vattn-replay-report", 1);
+    top["passed"] = passed();
+    top["failed"] = failed();
+    top["results"] = results;
+    top["not_run"] = not_run_;
+    top["unusable"] = unusable_;
+    return top;
+  }
+  std::vector<JunitCase> junit_cases() const {
+    std::vector<JunitCase> out;
+    for (const ReplayRow& row : rows_) {
+      JunitCase c;
+      c.suite = row.source;
+      c.name = row.case_name + " / " + row.producer + (row.kind == RowKind::kStored ? " (stored)" : "");
+      c.passed = row.report.pass;
+      if (!c.passed) {
+        for (const std::string& f : row.report.failures) c.message += (c.message.empty() ? "" : "; ") + f;
+        const bool oracle = row.kind == RowKind::kStoredOracle;
+        c.detail = (oracle ? stored_oracle_detail(row.report) : row.report.detail()) + "re-run: " + rerun_line(row) + "\n";
+      }
+      out.push_back(c);
+    }
+    for (const json& u : unusable_) {
+      JunitCase c;
+      c.suite = u.value("input", "");
+      c.name = u.contains("case") ? u.value("case", "") + " (unusable)" : "(the input)";
+      c.passed = false;
+      c.error = true;
+      c.message = u.value("message", "");
+      c.detail = c.message;
+      out.push_back(c);
+    }
+    return out;
   }
 
  private:
@@ -207,51 +232,44 @@ class Replayer {
     return out;
   }
 
-  static std::string pos_json(const ElementPos& p) {
-    return JsonObject()
-        .add("index", static_cast<int64_t>(p.index))
-        .add("request", p.request)
-        .add("draft", p.draft)
-        .add("head", p.head)
-        .add("column", p.column)
-        .str();
+  static json pos_json(const ElementPos& p) {
+    return {{"index", static_cast<int64_t>(p.index)}, {"request", p.request}, {"draft", p.draft}, {"head", p.head},
+            {"column", p.column}};
   }
 
-  static std::string row_json(const ReplayRow& row) {
+  static json row_json(const ReplayRow& row) {
     const CompareReport& r = row.report;
     const bool oracle = row.kind == RowKind::kStoredOracle;
-    JsonObject o;
-    o.add("source", row.source)
-        .add("case", row.case_name)
-        .add("producer", row.producer)
-        .add("kind", row.kind == RowKind::kLive ? "live" : oracle ? "stored_oracle" : "stored")
-        .add("pass", r.pass)
-        .add("failures", r.failures)
-        .add("worst_err_over_bound", r.worst_err_over_bound)
-        .add("max_abs_err", r.max_abs_err)
-        .add("elements_over_bound", static_cast<int64_t>(r.elements_over_bound))
-        .add("nonfinite_mismatch", static_cast<int64_t>(r.nonfinite_mismatch))
-        .add("score", r.score)
-        .add("rms_err", r.rms_err)
-        .raw("rms_err_bf16_ref", oracle ? "null" : json_number(r.rms_err_bf16_ref))
-        .raw("ratio_vs_bf16_ref", oracle ? "null" : json_number(r.ratio_vs_bf16_ref))
-        .add("lse_max_err", r.lse_max_err)
-        .add("lse_worst_err_over_bound", r.lse_worst_err_over_bound)
-        .add("ref_norm", r.ref_norm)
-        .raw("worst", pos_json(r.worst))
-        .add("worst_value", r.worst_value)
-        .add("worst_ref", r.worst_ref)
-        .add("worst_bound", r.worst_bound)
-        .raw("lse_worst", pos_json(r.lse_worst))
-        .add("recipe", row.recipe);
-    return o.str();
+    return json{{"source", row.source},
+                {"case", row.case_name},
+                {"producer", row.producer},
+                {"kind", row.kind == RowKind::kLive ? "live" : oracle ? "stored_oracle" : "stored"},
+                {"pass", r.pass},
+                {"failures", r.failures},
+                {"worst_err_over_bound", json_number(r.worst_err_over_bound)},
+                {"max_abs_err", json_number(r.max_abs_err)},
+                {"elements_over_bound", static_cast<int64_t>(r.elements_over_bound)},
+                {"nonfinite_mismatch", static_cast<int64_t>(r.nonfinite_mismatch)},
+                {"score", json_number(r.score)},
+                {"rms_err", json_number(r.rms_err)},
+                {"rms_err_bf16_ref", oracle ? json(nullptr) : json_number(r.rms_err_bf16_ref)},
+                {"ratio_vs_bf16_ref", oracle ? json(nullptr) : json_number(r.ratio_vs_bf16_ref)},
+                {"lse_max_err", json_number(r.lse_max_err)},
+                {"lse_worst_err_over_bound", json_number(r.lse_worst_err_over_bound)},
+                {"ref_norm", json_number(r.ref_norm)},
+                {"worst", pos_json(r.worst)},
+                {"worst_value", json_number(r.worst_value)},
+                {"worst_ref", json_number(r.worst_ref)},
+                {"worst_bound", json_number(r.worst_bound)},
+                {"lse_worst", pos_json(r.lse_worst)},
+                {"recipe", row.recipe}};
   }
 
   bool verbose_;
   std::vector<std::unique_ptr<LiveProducer>> file_live_, recipe_live_;
   std::set<std::string> announced_;
   std::vector<ReplayRow> rows_;
-  std::vector<std::string> not_run_, unusable_;
+  json not_run_ = json::array(), unusable_ = json::array();
   bool gpu_oracle_ = false;
   int splits_override_ = -1;
   Tolerance tol_;
@@ -272,7 +290,8 @@ Args replay_args() {
       .option("recipe", "LINE",
               "generate the case from its one-line recipe and replay it; the bf16-emulating reference "
               "is compared as its producer")
-      .option("json", "OUT", "also write a machine-readable report (one object per case x producer)")
+      .option("json", "OUT", "also write a machine-readable report (docs/reports.md); '-': to stdout, the table then goes to stderr")
+      .option("junit", "FILE", "also write JUnit XML for CI systems (a testcase per case x producer)")
       .option("kernel", "NAME|LIB.so", "kernel revision run on a GPU machine: a built-in name or a revision library",
               "split-v1", 'k')
       .option("oracle", "cpu|gpu", "reference: the float64 CPU oracle, or the naive GPU oracle (long captures)", "cpu")
@@ -321,15 +340,20 @@ int cmd_replay(int argc, char** argv) {
 #else
     if (file_opts.oracle == "gpu") throw UsageError(std::string("--oracle gpu: ") + kNoCuda);
 #endif
-    if (a.has("json")) {  // checked now: a long replay must not end in an unwritable report
-      const std::string why = report_path_problem(a.get("json"), a.positional());
-      if (!why.empty()) throw UsageError("--json " + a.get("json") + ": " + why);
+    for (const char* report : {"json", "junit"}) {  // checked now: a long replay must not end in an unwritable report
+      if (!a.has(report) || (std::string(report) == "json" && a.get(report) == "-")) continue;
+      const std::string why = report_path_problem(a.get(report), a.positional());
+      if (!why.empty()) throw UsageError(std::string("--") + report + " " + a.get(report) + ": " + why);
     }
+    if (a.has("json") && a.has("junit") && a.get("json") == a.get("junit"))
+      throw UsageError("--json and --junit name the same file");
     check_read_timeout();
   } catch (const UsageError& e) {
     std::fprintf(stderr, "vattn replay: %s\n(see vattn replay --help)\n", e.what());
     return kExitBadInput;
   }
+  // --json -: the report alone goes to stdout; what would be printed there goes to stderr.
+  StdoutForReport json_to_stdout(a.has("json") && a.get("json") == "-");
   recipe_opts = file_opts;
   recipe_opts.bf16_reference = file_opts.oracle == "cpu";
   std::vector<std::unique_ptr<LiveProducer>> file_live, recipe_live;
@@ -385,8 +409,20 @@ int cmd_replay(int argc, char** argv) {
 
   std::printf("replay: %d passed, %d failed\n", replayer.passed(), replayer.failed());
   if (replayer.unusable_count() > 0) std::printf("replay: %zu input(s) unusable (see above)\n", replayer.unusable_count());
-  if (a.has("json")) {
-    const std::string why = write_report(a.get("json"), replayer.json());
+  if (a.has("junit")) {
+    const std::string why = write_report(a.get("junit"), junit_xml("vattn replay", replayer.junit_cases()));
+    if (!why.empty()) {
+      std::fprintf(stderr, "vattn replay: --junit %s: %s\n", a.get("junit").c_str(), why.c_str());
+      return kExitBadInput;
+    }
+  }
+  if (json_to_stdout.active()) {
+    if (!json_to_stdout.write(report_text(replayer.report()))) {
+      std::fprintf(stderr, "vattn replay: --json -: cannot write to standard output\n");
+      return kExitBadInput;
+    }
+  } else if (a.has("json")) {
+    const std::string why = write_report(a.get("json"), report_text(replayer.report()));
     if (!why.empty()) {
       std::fprintf(stderr, "vattn replay: --json %s: %s\n", a.get("json").c_str(), why.c_str());
       return kExitBadInput;

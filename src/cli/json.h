@@ -1,34 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// Just enough JSON for machine-readable reports: escaped strings, numbers that stay valid JSON
-// (NaN and infinities become null), and an object builder that keeps key order.
+// Machine-readable reports are written with nlohmann::json (Debian's nlohmann-json3-dev), one
+// library for every report (replay, bench, fuzz). What it cannot decide for us is how a NaN or
+// an infinity appears: JSON has no such numbers, so json_number() writes them as the strings
+// "NaN", "Infinity" and "-Infinity" (docs/reports.md), never as null or as invalid JSON.
 #pragma once
 
-#include <cstdint>
 #include <string>
-#include <utility>
-#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace vattn::cli {
 
-std::string json_string(const std::string& s);
-std::string json_number(double v);
+using json = nlohmann::ordered_json;  // reports keep the order their fields are written in
 
-class JsonObject {
- public:
-  JsonObject& add(const std::string& key, const std::string& text) { return raw(key, json_string(text)); }
-  JsonObject& add(const std::string& key, const char* text) { return raw(key, json_string(text)); }
-  JsonObject& add(const std::string& key, double v) { return raw(key, json_number(v)); }
-  JsonObject& add(const std::string& key, int64_t v) { return raw(key, std::to_string(v)); }
-  JsonObject& add(const std::string& key, int v) { return raw(key, std::to_string(v)); }
-  JsonObject& add(const std::string& key, bool v) { return raw(key, v ? "true" : "false"); }
-  JsonObject& add(const std::string& key, const std::vector<std::string>& items);  // array of strings
-  JsonObject& raw(const std::string& key, const std::string& json);                // already JSON
-  std::string str() const;
+// A number, or its name when it is not finite.
+json json_number(double v);
 
- private:
-  std::vector<std::pair<std::string, std::string>> fields_;
-};
+// The fields every report starts with: its schema name and version, and the tool that wrote it.
+json report_head(const std::string& schema, int version);
 
-std::string json_array(const std::vector<std::string>& json_items, const std::string& indent = "");
+// `json`, indented, with a final newline: what a report file holds.
+std::string report_text(const json& j);
 
 }  // namespace vattn::cli

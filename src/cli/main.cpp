@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // vattn: verify-attention correctness suite. Dispatches to one subcommand per file.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -55,7 +56,14 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[1], s.name) == 0) {
       try {
         vattn::set_read_watchdog_label(std::string("vattn ") + s.name);
-        return s.run(argc - 1, argv + 1);
+        const int code = s.run(argc - 1, argv + 1);
+        // What a script reads must have arrived: a write error on stdout (a full disk, a closed
+        // pipe) makes the run unusable, whatever the command found.
+        if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+          std::fprintf(stderr, "vattn %s: cannot write to standard output: %s\n", s.name, std::strerror(errno));
+          return vattn::cli::kExitBadInput;
+        }
+        return code;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "vattn %s: error: %s\n", s.name, e.what());
         return vattn::cli::kExitBadInput;

@@ -49,4 +49,32 @@ std::string write_report(const std::string& given, const std::string& text) {
   return "";
 }
 
+StdoutForReport::StdoutForReport(bool active) {
+  if (!active) return;
+  std::fflush(stdout);
+  saved_ = ::dup(STDOUT_FILENO);
+  if (saved_ >= 0) ::dup2(STDERR_FILENO, STDOUT_FILENO);
+}
+
+StdoutForReport::~StdoutForReport() {
+  if (saved_ < 0) return;
+  std::fflush(stdout);
+  ::dup2(saved_, STDOUT_FILENO);
+  ::close(saved_);
+}
+
+bool StdoutForReport::write(const std::string& text) {
+  std::fflush(stdout);
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(saved_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
 }  // namespace vattn::cli

@@ -226,22 +226,4 @@ std::string bench_table(const BenchReport& r) {
   return os.str();
 }
 
-std::string bench_json(const BenchReport& r) {
-  std::ostringstream os;
-  os << "{\"device\":\"" << r.device << "\",\"sms\":" << r.sms << ",\"kernel\":\"" << r.kernel
-     << "\",\"gate_us\":" << r.gate_us << ",\"copy_gbps\":" << r.copy_gbps << ",\"mma_tflops\":" << r.mma_tflops << ",\"cases\":[";
-  for (size_t i = 0; i < r.rows.size(); ++i) {
-    const auto& x = r.rows[i];
-    os << (i ? "," : "") << "{\"batch\":" << x.batch << ",\"drafts\":" << x.drafts << ",\"tree\":\"" << x.tree
-       << "\",\"prefix\":" << x.prefix << ",\"splits_used\":" << x.splits_used << ",\"eager_us\":" << x.eager_us
-       << ",\"graph_us\":" << x.graph_us << ",\"queued_us\":" << x.queued_us << ",\"bytes\":" << x.bytes << ",\"flops\":" << x.flops
-       << ",\"gbps\":" << x.bytes / (x.graph_us * 1e-6) / 1e9 << ",\"tflops\":" << x.flops / (x.graph_us * 1e-6) / 1e12
-       << ",\"roofline_us\":" << x.roofline_us << ",\"pct_roofline_eager\":" << 100 * x.roofline_us / x.eager_us
-       << ",\"pct_roofline_graph\":" << 100 * x.roofline_us / x.graph_us
-       << ",\"pct_roofline_queued\":" << 100 * x.roofline_us / x.queued_us << "}";
-  }
-  os << "]}\n";
-  return os.str();
-}
-
 }  // namespace vattn

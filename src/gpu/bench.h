@@ -48,6 +48,5 @@ struct BenchReport {
 BenchReport run_bench(const BenchOptions& opt, const std::function<void(const BenchRow&)>& progress);
 
 std::string bench_table(const BenchReport& r);
-std::string bench_json(const BenchReport& r);
 
 }  // namespace vattn

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # json_report.sh VATTN FIXTURE
 # `--json OUT` is checked before any work and written whole at the end: a report path that names
-# an input (directly or through a link), a directory, a pipe (or device), "-", a link loop or a
+# an input (directly or through a link), a directory, a pipe (or device), a link loop or a
 # missing folder is refused with exit 2 before anything is replayed, and the input file is left
-# byte for byte as it was. A good path gets a complete JSON report; a link to a report file, even
+# byte for byte as it was. `--json -` puts the report alone on stdout; `--junit FILE` writes
+# JUnit XML (checked like --json); a write error on stdout exits 2. A good path gets a complete JSON report; a link to a report file, even
 # a dangling one, is written through (the link stays a link). `vattn gen -o` refuses the same
 # paths and writes through links too.
 set -u
@@ -28,7 +29,50 @@ refuse "$tmp" "it is a directory"
 refuse "$tmp/no/such/folder/r.json" "its folder $tmp/no/such/folder does not exist"
 # Not /dev/null: a regression would replace the machine's /dev/null with a report.
 mkfifo "$tmp/pipe" && refuse "$tmp/pipe" "it is not a regular file"
-refuse - "'-' is not a file here"
+
+# --json -: the report alone on stdout (valid JSON, its schema named), the table on stderr.
+"$vattn" replay "$tmp/dump.h5" --json - >"$tmp/out" 2>"$tmp/err"
+code=$?
+if [ $code -ne 0 ] || ! python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); assert d["schema"] == "vattn-replay-report" and d["version"] == 1 and d["passed"] >= 1' "$tmp/out" ||
+   ! grep -q "passed, 0 failed" "$tmp/err"; then
+  ok=0; echo "FAIL --json -: exit $code, or stdout is not the report alone"; head -5 "$tmp/out"; head -5 "$tmp/err"
+else
+  echo "ok: --json - wrote only the report to stdout, the table to stderr"
+fi
+# --junit: well-formed JUnit XML, one testcase per row, a failure where the replay failed.
+# A case file whose stored output fails: the repro of a planted wrong answer (host target, no GPU).
+"$vattn" fuzz --kernel host:faulty:wrong@H=3 --recipe "B=1 H=3 P=[4] T=[2]" --repro "$tmp/bad.h5" >/dev/null 2>&1
+[ -f "$tmp/bad.h5" ] || { ok=0; echo "FAIL: vattn fuzz --recipe --repro wrote no repro file"; }
+"$vattn" replay "$tmp/dump.h5" "$tmp/bad.h5" --junit "$tmp/j.xml" >"$tmp/out" 2>"$tmp/err"
+code=$?
+if [ $code -ne 1 ] || ! python3 -c 'import sys, xml.etree.ElementTree as E
+r = E.parse(sys.argv[1]).getroot()
+assert r.tag == "testsuites" and r.get("tests") == "3" and r.get("failures") == "1", r.attrib
+suites = r.findall("testsuite")
+assert len(suites) == 2 and len(r.findall(".//failure")) == 1
+assert "re-run: vattn replay" in r.find(".//failure").text' "$tmp/j.xml"; then
+  ok=0; echo "FAIL --junit: exit $code (expected 1), or the XML is not right"; cat "$tmp/j.xml"; cat "$tmp/err"
+else
+  echo "ok: --junit wrote 3 testcases (the fixture, the repro's oracle and its failing output), 1 failure"
+fi
+"$vattn" replay "$tmp/dump.h5" --junit "$tmp/dump.h5" >"$tmp/out" 2>"$tmp/err"
+code=$?
+if [ $code -ne 2 ] || ! grep -qF -- "--junit $tmp/dump.h5: it is the input file" "$tmp/err" || ! cmp -s "$tmp/dump.h5" "$tmp/pristine.h5"; then
+  ok=0; echo "FAIL --junit INPUT: exit $code"; cat "$tmp/err"
+else
+  echo "ok: --junit naming the input refused"
+fi
+# A write error on stdout is an error (exit 2), for every command that prints.
+for argv in "replay $tmp/dump.h5" "info $tmp/dump.h5" "gen --prefix 8 --drafts 2 -o $tmp/g.h5"; do
+  # shellcheck disable=SC2086
+  "$vattn" $argv >/dev/full 2>"$tmp/err"
+  code=$?
+  if [ $code -ne 2 ] || ! grep -q "cannot write to standard output" "$tmp/err"; then
+    ok=0; echo "FAIL vattn $argv >/dev/full: exit $code, expected 2 and a message"; cat "$tmp/err"
+  else
+    echo "ok: vattn ${argv%% *} >/dev/full exits 2"
+  fi
+done
 
 "$vattn" replay "$tmp/dump.h5" --json "$tmp/r.json" >"$tmp/out" 2>"$tmp/err"
 code=$?
