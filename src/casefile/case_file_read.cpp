@@ -4,8 +4,11 @@
 // datasets (n_q from q, n_rows from kv_pool). Values and cross-lengths are validate()'s job.
 #include "case_file.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <filesystem>
 #include <initializer_list>
 #include <system_error>
@@ -180,6 +183,34 @@ void expect_elements(hid_t loc, const char* name, int64_t want, const char* shap
   }
 }
 
+// The first dim of dataset `name` (0 when it is missing: read_array reports that later).
+int64_t leading_dim(hid_t loc, const char* name, const Where& where) {
+  if (!h5::has_link(loc, name, where.at(name))) return 0;
+  const h5::Dataset ds = h5::open_dataset(loc, name, where.at(name));
+  const auto dims = h5::dataset_dims(ds.get(), where.at(name));
+  return dims.empty() ? 0 : static_cast<int64_t>(std::min<hsize_t>(dims[0], hsize_t{1} << 40));
+}
+
+// Refuses a case whose shapes need more memory than the limit, before its tensors are read:
+// a 19 KB file may declare a pool of millions of rows.
+void check_case_memory(hid_t gid, const Case& c, int64_t mask_total, const Where& w) {
+  const int64_t n_rows = leading_dim(gid, "kv_pool", w), n_q = leading_dim(gid, "q", w);
+  int64_t outputs = 0;
+  if (h5::has_link(gid, "outputs", w.at("outputs"))) {
+    const h5::Group g = h5::open_group(gid, "outputs", "group 'outputs'", w.at("outputs"));
+    outputs = static_cast<int64_t>(h5::member_names(g.get(), w.at("outputs")).size());
+  }
+  const int64_t keys = std::max<int64_t>(0, indptr_total(c.kv_indptr));
+  const uint64_t need = case_memory_estimate(n_q, c.num_heads, c.d_qk, c.d_v, n_rows, keys, std::max<int64_t>(0, mask_total), outputs);
+  const uint64_t limit = case_memory_limit();
+  if (need > limit) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "needs %.2f GiB to be read and checked, more than the limit of %.2f GiB (--max-memory)",
+                  static_cast<double>(need) / (1ull << 30), static_cast<double>(limit) / (1ull << 30));
+    w.read_error(buf);
+  }
+}
+
 int read_int_dim(hid_t group, const char* name, const Where& where) {
   const Where w = where.at(name);
   const int64_t v = h5::read_int_attr(group, name, w);
@@ -260,6 +291,7 @@ Case read_case(hid_t cases, const std::string& name, const std::string& path) {
     const int64_t t = c.qo_indptr[b + 1] - c.qo_indptr[b];
     mask_total += t * t;
   }
+  check_case_memory(gid, c, mask_total, w);  // from the dataspaces: before anything large is read
   expect_elements(gid, "draft_mask", mask_total, "sum of T_b^2", w);
   c.draft_mask = read_array<uint8_t>(gid, "draft_mask", "draft_mask", Elem::kUint8, {{-1, "sum of T_b^2"}}, w);
 
@@ -295,6 +327,71 @@ std::vector<std::string> case_names(hid_t file, const std::string& path) {
 }
 
 }  // namespace
+
+namespace {
+uint64_t g_case_memory_limit = 0;  // 0: the default
+}  // namespace
+
+void set_case_memory_limit(uint64_t bytes) { g_case_memory_limit = bytes; }
+
+uint64_t case_memory_limit() {
+  if (g_case_memory_limit > 0) return g_case_memory_limit;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  const uint64_t ram = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : (8ull << 30);
+  return ram / 2;
+}
+
+uint64_t case_memory_estimate(int64_t n_q, int64_t heads, int64_t d_qk, int64_t d_v, int64_t n_rows, int64_t keys,
+                              int64_t mask_entries, int64_t outputs) {
+  // long double: a dataspace may claim anything; the product must not wrap.
+  const long double q = static_cast<long double>(n_q), h = static_cast<long double>(heads);
+  long double bytes = 2.0L * n_rows * d_qk           // kv_pool (bf16)
+                      + 2.0L * q * h * d_qk          // q
+                      + 2.0L * q * d_qk              // kv_draft
+                      + 4.0L * keys + mask_entries   // kv_indices, draft_mask
+                      + outputs * 4.0L * q * h * (d_v + 1)  // stored outputs, widened to float
+                      + 3.0L * 8.0L * q * h * (d_v + 1);    // the oracle's float64 out and lse, twice, and a bf16 reference
+  return bytes > 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bytes);
+}
+
+struct CaseFileCursor::Impl {
+  std::string path;
+  h5::File file;
+  h5::Group cases;
+  CaseFileHeader header;
+  std::vector<std::string> names;
+};
+
+CaseFileCursor::CaseFileCursor(const std::string& path) : impl_(new Impl) {
+  try {
+    impl_->path = path;
+    impl_->file = h5::open_case_file(path, false);
+    impl_->header = h5::read_header(impl_->file.get(), path);
+    impl_->names = case_names(impl_->file.get(), path);
+    impl_->cases = h5::open_group(impl_->file.get(), "cases", "group '/cases'", Where{path, "", "cases"});
+  } catch (...) {
+    delete impl_;
+    throw;
+  }
+}
+
+CaseFileCursor::~CaseFileCursor() { delete impl_; }
+const CaseFileHeader& CaseFileCursor::header() const { return impl_->header; }
+const std::vector<std::string>& CaseFileCursor::names() const { return impl_->names; }
+
+Case CaseFileCursor::read(const std::string& name, bool validate_case) const {
+  Case c = read_case(impl_->cases.get(), name, impl_->path);
+  if (validate_case) {
+    try {
+      validate(c);
+    } catch (const InputError& e) {
+      throw e.in_file(impl_->path);
+    }
+    // After validate(): the index arrays the recipe is compared with are sound.
+    if (const std::string why = recipe_mismatch(c); !why.empty()) throw InputError(impl_->path, c.name, "recipe", why);
+  }
+  return c;
+}
 
 std::vector<std::string> list_cases(const std::string& path) {
   const ReadWatchdog watchdog(path);  // a corrupt file can make HDF5 loop; declared first, so closing is watched too

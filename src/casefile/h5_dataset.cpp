@@ -119,6 +119,32 @@ std::string dims_text(const std::vector<hsize_t>& dims) {
   return s + "]";
 }
 
+void require_written(hid_t dataset, size_t count, const Where& w) {
+  if (count == 0) return;
+  // H5Dget_space_status cannot tell (it calls every compressed dataset partly allocated): count
+  // the chunks that exist against those the shape needs, or the bytes of a contiguous one.
+  Plist dcpl(H5Dget_create_plist(dataset));
+  if (!dcpl.valid()) w.read_error_h5("cannot read how it is stored");
+  const std::string never = " elements are HDF5 fill values, never written): a case file must hold what it declares";
+  if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED) {
+    if (H5Dget_storage_size(dataset) == 0) w.read_error("stores no data (its " + std::to_string(count) + never);
+    return;
+  }
+  const std::vector<hsize_t> dims = dataset_dims(dataset, w);
+  std::vector<hsize_t> chunk(dims.size());
+  if (H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) != static_cast<int>(dims.size()))
+    w.read_error_h5("cannot read its chunk shape");
+  long double need = 1;
+  for (size_t i = 0; i < dims.size(); ++i) need *= static_cast<long double>((dims[i] + chunk[i] - 1) / std::max<hsize_t>(chunk[i], 1));
+  hsize_t have = 0;
+  Space space(H5Dget_space(dataset));
+  if (!space.valid() || H5Dget_num_chunks(dataset, space.get(), &have) < 0) w.read_error_h5("cannot count its chunks");
+  if (static_cast<long double>(have) < need) {
+    w.read_error("stores " + std::to_string(have) + " of the " + std::to_string(static_cast<unsigned long long>(need)) +
+                 " chunks its shape needs (the others'" + never);
+  }
+}
+
 void read_raw(hid_t dataset, hid_t mem_type, void* buf, size_t count, const Where& w) {
   if (count == 0) return;
   if (H5Dread(dataset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) w.read_error_h5("cannot read the data");

@@ -38,10 +38,16 @@ std::string dims_text(const std::vector<hsize_t>& dims);
 
 void read_raw(hid_t dataset, hid_t mem_type, void* buf, size_t count, const Where& w);
 
+// A dataset must store what its dataspace declares: one whose storage was never (or only partly)
+// written holds nothing but fill values, and a tiny file could declare gigabytes that way. A
+// read_error, decided before anything is allocated for it.
+void require_written(hid_t dataset, size_t count, const Where& w);
+
 template <class T>
 std::vector<T> read_dataset(hid_t dataset, hid_t mem_type, const Where& w) {
   size_t count = 1;
   for (hsize_t d : dataset_dims(dataset, w)) count *= static_cast<size_t>(d);
+  require_written(dataset, count, w);
   std::vector<T> data;
   try {
     data.resize(count);

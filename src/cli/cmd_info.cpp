@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "case_file.h"
+#include "isolated_reader.h"
 #include "commands.h"
 #include "read_watchdog.h"
 
@@ -29,17 +30,17 @@ std::string lengths(const std::vector<int>& v) {
   return os.str();
 }
 
-std::string header_line(const CaseFile& f) {
+std::string header_line(const std::string& path, const CaseFileHeader& header, size_t cases) {
   std::ostringstream os;
-  os << printable(f.path) << ": format " << kCaseFormatName << " v" << f.header.format_version << ", source "
-     << printable(f.header.source) << ", created " << printable(f.header.created) << ", generator "
-     << printable(f.header.generator);
+  os << printable(path) << ": format " << kCaseFormatName << " v" << header.format_version << ", source "
+     << printable(header.source) << ", created " << printable(header.created) << ", generator "
+     << printable(header.generator);
   for (const char* key : {"model", "gpu"}) {
-    const auto it = f.header.optional.find(key);
-    if (it != f.header.optional.end()) os << ", " << key << " " << printable(it->second);
+    const auto it = header.optional.find(key);
+    if (it != header.optional.end()) os << ", " << key << " " << printable(it->second);
   }
-  os << ", " << f.cases.size() << " case" << (f.cases.size() == 1 ? "" : "s");
-  if (const auto it = f.header.optional.find("notes"); it != f.header.optional.end())
+  os << ", " << cases << " case" << (cases == 1 ? "" : "s");
+  if (const auto it = header.optional.find("notes"); it != header.optional.end())
     os << "\n  notes: " << printable(it->second);
   return os.str();
 }
@@ -75,11 +76,18 @@ int cmd_info(int argc, char** argv) {
          "line per case: name, B, H, d_qk/d_v, prefix and draft lengths, sm_scale, stored producers,\n"
          "and the recipe that re-creates a generated case. Every case is validated while reading.");
   a.positionals("FILE...", "case files (HDF5, schema: docs/case-format.md)", 1)
+      .option("max-memory", "GIB", "refuse (exit 2) a case whose shapes need more memory than this to be read and checked",
+              "half the RAM")
       .note(kReadTimeoutHelp)
       .example("vattn info fixtures/*.h5", "list the fixtures");
   try {
     if (!a.parse(argc, argv)) return kExitOk;
     check_read_timeout();
+    if (a.has("max-memory")) {
+      const double gib = a.get_double("max-memory", 0);
+      if (!(gib > 0) || gib > 1e6) throw UsageError("--max-memory must be a number of GiB > 0 (got '" + a.get("max-memory") + "')");
+      set_case_memory_limit(static_cast<uint64_t>(gib * static_cast<double>(1ull << 30)));
+    }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "vattn info: %s\n(see vattn info --help)\n", e.what());
     return kExitBadInput;
@@ -87,9 +95,15 @@ int cmd_info(int argc, char** argv) {
   int rc = kExitOk;
   for (const auto& path : a.positional()) {
     try {
-      const CaseFile f = read_case_file(path);
-      std::printf("%s\n", header_line(f).c_str());
-      for (const auto& c : f.cases) std::printf("%s\n", case_line(c).c_str());
+      // One case at a time, in an isolated child (isolated_reader.h): the first line comes at once.
+      IsolatedCaseReader reader(path, "");
+      std::printf("%s\n", header_line(path, reader.header(), reader.case_count()).c_str());
+      std::fflush(stdout);
+      Case c;
+      while (reader.next(c)) {
+        std::printf("%s\n", case_line(c).c_str());
+        std::fflush(stdout);
+      }
     } catch (const std::exception& e) {
       const std::string msg = e.what();  // InputError names the file; anything else gets it here
       std::fprintf(stderr, "vattn info: %s%s\n", msg.find(path) == std::string::npos ? (path + ": ").c_str() : "",

@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "case_file.h"
+#include "isolated_reader.h"
 #include "commands.h"
 #include "gen_kinds.h"
 #include "generate.h"
@@ -146,7 +147,7 @@ class Replayer {
   }
 
   void unusable(const std::string& source, const std::string& message) {
-    std::fprintf(stderr, "vattn replay: %s (nothing replayed from this input)\n", message.c_str());
+    std::fprintf(stderr, "vattn replay: %s (nothing more replayed from this input)\n", message.c_str());
     unusable_.push_back({{"input", source}, {"message", message}});
   }
 
@@ -297,6 +298,8 @@ Args replay_args() {
       .option("oracle", "cpu|gpu", "reference: the float64 CPU oracle, or the naive GPU oracle (long captures)", "cpu")
       .option("splits", "N", "force the kernel's split count (0: the kernel picks; default: the recipe's splits=)")
       .flag("verbose", "print each case's shape and the full figures of every comparison, passing or not")
+      .option("max-memory", "GIB", "refuse (exit 2) a case whose shapes need more memory than this to be read and checked",
+              "half the RAM")
       .note(kReadTimeoutHelp)
       .example("vattn replay fixtures/*.h5", "replay the committed fixtures")
       .example("vattn replay capture.h5 --case step000120_layer07 --json report.json", "one case, with a JSON report")
@@ -348,6 +351,11 @@ int cmd_replay(int argc, char** argv) {
     if (a.has("json") && a.has("junit") && a.get("json") == a.get("junit"))
       throw UsageError("--json and --junit name the same file");
     check_read_timeout();
+    if (a.has("max-memory")) {
+      const double gib = a.get_double("max-memory", 0);
+      if (!(gib > 0) || gib > 1e6) throw UsageError("--max-memory must be a number of GiB > 0 (got '" + a.get("max-memory") + "')");
+      set_case_memory_limit(static_cast<uint64_t>(gib * static_cast<double>(1ull << 30)));
+    }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "vattn replay: %s\n(see vattn replay --help)\n", e.what());
     return kExitBadInput;
@@ -381,22 +389,26 @@ int cmd_replay(int argc, char** argv) {
   replayer.announce_unavailable();
   replayer.print_table_header();
 
+  // One case at a time, each file read by an isolated child (isolated_reader.h): a case is
+  // read, checked, reported and freed before the next; a file that turns out unusable half-way
+  // keeps what was reported for its earlier cases.
   for (const auto& path : a.positional()) {
-    CaseFile f;
     try {
-      f = read_case_file(path, a.get("case"));
+      IsolatedCaseReader reader(path, a.get("case"));
+      const size_t n = reader.case_count();
+      if (n == 0) {
+        replayer.unusable(path, path + ": the file has no cases under /cases");
+        continue;
+      }
+      std::printf("== %s: %zu case%s, source %s\n", printable(path).c_str(), n, n == 1 ? "" : "s",
+                  printable(reader.header().source).c_str());
+      std::fflush(stdout);
+      Case c;
+      while (reader.next(c)) replayer.replay_case(path, c, false);
     } catch (const std::exception& e) {
       const std::string msg = e.what();
       replayer.unusable(path, msg.find(path) == std::string::npos ? path + ": " + msg : msg);
-      continue;
     }
-    if (f.cases.empty()) {
-      replayer.unusable(path, path + ": the file has no cases under /cases");
-      continue;
-    }
-    std::printf("== %s: %zu case%s, source %s\n", printable(path).c_str(), f.cases.size(), f.cases.size() == 1 ? "" : "s",
-                printable(f.header.source).c_str());
-    for (const auto& c : f.cases) replayer.replay_case(path, c, false);
   }
   if (a.has("recipe")) {
     std::printf("== --recipe %s\n", recipe.to_line().c_str());

@@ -12,11 +12,15 @@ Printable output: a case name, a producer name and a description holding termina
 must reach the terminal escaped (no ESC or other control byte in what vattn prints), while the
 file stays valid (exit 0 or 1 as the check says).
 
+Memory: a small file declaring a 4.3 GiB pool that it never wrote is refused before anything is
+allocated; --max-memory refuses a case that needs more, saying how much.
+
 usage: test_hostile.py --vattn PATH/TO/vattn --fixture FIXTURE.h5
 """
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -97,6 +101,13 @@ def lzf(f, g, tmp):
     d.attrs["dtype"] = "bfloat16"
 
 
+def declared_huge(f, g, tmp):
+    """A few KB of file declaring a 4,000,000 x 576 pool whose chunks were never written."""
+    del g["kv_pool"]
+    d = g.create_dataset("kv_pool", shape=(4000000, 576), dtype="uint16", chunks=(1024, 576))
+    d.attrs["dtype"] = "bfloat16"
+
+
 ESC_NAME = "evil\x1b[2K\x1b[1A\rname"
 
 
@@ -156,6 +167,26 @@ def main():
                 if leaked:
                     failures.append(f"{what}: the secret file's bytes reached the output")
             print(f"ok so far: {label}" if not failures else f"after {label}: {len(failures)} failure(s)")
+
+        # Memory follows what the file holds, not what it declares: refused before allocating.
+        path = hostile_copy(a.fixture, tmp, "declared-huge", declared_huge)
+        for argv in ([a.vattn, "info", path], [a.vattn, "replay", path]):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            code, out, err = run(argv)
+            peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            what = "declared-huge: " + argv[1]
+            if code != 2 or b"chunks its shape needs" not in err or b"field 'kv_pool'" not in err:
+                failures.append(f"{what}: exit {code}, expected 2 naming kv_pool's missing chunks: {err!r}")
+            if peak_kb > 400 * 1024 and peak_kb > before:
+                failures.append(f"{what}: peak memory {peak_kb} KB (the declared pool is 4.3 GiB)")
+        # --max-memory: a case over it is refused from its shapes, saying what it needs.
+        code, out, err = run([a.vattn, "replay", a.fixture, "--max-memory", "0.00001"])
+        if code != 2 or b"more than the limit of" not in err or b"needs" not in err:
+            failures.append(f"--max-memory: exit {code}, expected 2 and 'needs N GiB ... more than the limit': {err!r}")
+        code, out, err = run([a.vattn, "info", a.fixture, "--max-memory", "-1"])
+        if code != 2 or b"--max-memory" not in err:
+            failures.append(f"--max-memory -1: exit {code}, expected 2 naming the option: {err!r}")
+        print("ok so far: memory" if not failures else f"after memory: {len(failures)} failure(s)")
 
         path = hostile_copy(a.fixture, tmp, "escapes", escapes)
         for argv in ([a.vattn, "info", path], [a.vattn, "replay", path]):
