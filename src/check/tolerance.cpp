@@ -124,7 +124,11 @@ void ElementTally::add(const Case& c, size_t i, double x, double y, double bound
   const double err = std::fabs(x - y);
   const double ratio = over(err, bound);
   r.max_abs_err = std::max(r.max_abs_err, err);
-  if (ratio > 1.0) ++r.elements_over_bound;
+  if (ratio > 1.0) {
+    ++r.elements_over_bound;
+    r.over_where.add(locate(c, static_cast<int64_t>(i), false));
+  }
+  ++r.elements_compared;
   if (ratio > r.worst_err_over_bound || r.worst.index < 0) {
     r.worst_err_over_bound = ratio;
     r.worst = locate(c, static_cast<int64_t>(i), false);
@@ -137,6 +141,49 @@ void ElementTally::add(const Case& c, size_t i, double x, double y, double bound
   sum_ref_sq += y * y;
   sum_err_sq += (x - y) * (x - y);
   ++n;
+}
+
+void OverBoundMap::add(const ElementPos& p) {
+  ++by_request[p.request];
+  ++by_row[{p.request, p.draft}];
+  ++by_head[p.head];
+  ++by_block[p.column / kBlock];
+}
+
+namespace {
+
+// The `keep` largest counts of a map, largest first, as "label n (share%)".
+template <class K, class Label>
+std::string largest(const std::map<K, int64_t>& m, int64_t over, size_t keep, Label label) {
+  std::vector<std::pair<int64_t, K>> v;
+  for (const auto& [k, n] : m) v.emplace_back(n, k);
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::ostringstream os;
+  for (size_t i = 0; i < v.size() && i < keep; ++i) {
+    char share[32];
+    std::snprintf(share, sizeof share, "%.0f%%", 100.0 * static_cast<double>(v[i].first) / static_cast<double>(std::max<int64_t>(over, 1)));
+    os << (i ? ", " : "") << label(v[i].second) << " " << v[i].first << " (" << share << ")";
+  }
+  if (v.size() > keep) os << ", ... (" << v.size() << " in all)";
+  return os.str();
+}
+
+}  // namespace
+
+std::string OverBoundMap::text(int64_t over, int64_t total) const {
+  if (over == 0) return "";
+  char head[96];
+  std::snprintf(head, sizeof head, "%lld of %lld elements (%.3g%%)", static_cast<long long>(over), static_cast<long long>(total),
+                100.0 * static_cast<double>(over) / static_cast<double>(std::max<int64_t>(total, 1)));
+  std::ostringstream os;
+  os << head << "\n    requests:      " << largest(by_request, over, 4, [](int r) { return "r" + std::to_string(r); })
+     << "\n    rows:          "
+     << largest(by_row, over, 4, [](const std::pair<int, int>& k) { return "r" + std::to_string(k.first) + "/d" + std::to_string(k.second); })
+     << "\n    heads:         " << largest(by_head, over, 4, [](int h) { return "h" + std::to_string(h); })
+     << "\n    column blocks: " << largest(by_block, over, 4, [](int b) {
+          return std::to_string(b * kBlock) + "-" + std::to_string(b * kBlock + kBlock - 1);
+        });
+  return os.str();
 }
 
 void ElementTally::finish(CompareReport& r) const {
@@ -300,7 +347,9 @@ std::string CompareReport::detail() const {
     os << " at " << describe_position(case_name, worst) << " (flat " << worst.index << "): value " << num_full(worst_value)
        << ", oracle " << num_full(worst_ref) << ", bound " << num(worst_bound);
   }
-  os << "\n  elements over bound    " << elements_over_bound << "\n";
+  os << "\n  elements over bound    " << elements_over_bound;
+  if (elements_over_bound > 0) os << ": " << over_where.text(elements_over_bound, elements_compared);
+  os << "\n";
   os << "  nonfinite mismatches   " << nonfinite_mismatch;
   if (nonfinite_mismatch > 0) os << " (first at " << describe_position(case_name, first_nonfinite_mismatch) << ")";
   os << "\n  lse max |err|          " << num(lse_max_err) << "\n";

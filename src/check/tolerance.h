@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,19 @@ struct ElementPos {
   int request = -1, draft = -1, head = -1, column = -1;
 };
 
+// Where the elements over their bound sit: counts per request, per (request, draft) row, per
+// head and per 64-column block of d_v, so a wrong head, a dropped key (every column of some
+// rows) or a bad split (blocks of columns) shows at a glance.
+struct OverBoundMap {
+  static constexpr int kBlock = 64;
+  std::map<int, int64_t> by_request, by_head, by_block;
+  std::map<std::pair<int, int>, int64_t> by_row;  // (request, draft)
+  void add(const ElementPos& p);
+  // "over bound: 12 of 4096 elements (0.29%); requests: r0 12 (100%); rows: r0/d3 12; heads: h1 12;
+  //  column blocks: 256-319 12", each list its few largest, for `total` elements compared.
+  std::string text(int64_t over, int64_t total) const;
+};
+
 struct CompareReport {
   std::string case_name, label;  // label: what was compared, e.g. "kernel:split-v1 vs oracle_fp64"
   bool pass = false;
@@ -40,6 +54,8 @@ struct CompareReport {
   ElementPos worst;             // where worst_err_over_bound happens
   double worst_value = 0, worst_ref = 0, worst_bound = 0;
   int64_t elements_over_bound = 0;
+  int64_t elements_compared = 0;  // finite in both
+  OverBoundMap over_where;       // where the elements over bound are
   int64_t nonfinite_mismatch = 0;  // NaN/Inf positions (out and lse) differing from the oracle's
   ElementPos first_nonfinite_mismatch;
   double lse_max_err = 0, lse_worst_err_over_bound = 0;

@@ -96,9 +96,10 @@ class Replayer {
     const std::string bad_input = c.first_nonfinite_input();
     if (!bad_input.empty())
       std::printf("%-28s note: non-finite input at %s (legal; the oracle's output is NaN/Inf wherever it is read)\n",
-                  c.name.c_str(), bad_input.c_str());
+                  printable(c.name).c_str(), printable(bad_input).c_str());
     const size_t before = rows_.size();
     for (const auto& o : c.outputs) {
+      if (!only_producer_.empty() && o.producer != only_producer_) continue;
       ReplayRow row{source, c.name, c.recipe, o.producer, RowKind::kStored, {}};
       if (o.producer == kOracleProducer && !gpu_oracle_) {
         row.kind = RowKind::kStoredOracle;
@@ -112,6 +113,7 @@ class Replayer {
     const ReplayContext ctx{c, ref64, bf16, splits_override_ >= 0 ? splits_override_ : forced_splits_of(c)};
     for (const auto& p : from_recipe ? recipe_live_ : file_live_) {
       if (!p->unavailable_reason().empty()) continue;
+      if (!only_producer_.empty() && p->name() != only_producer_) continue;
       ReplayRow row{source, c.name, c.recipe, p->name(), RowKind::kLive, {}};
       std::vector<float> out, lse;
       try {
@@ -129,6 +131,13 @@ class Replayer {
         row.report.failures.push_back(std::string("run: ") + e.what());
       }
       emit(std::move(row));
+    }
+    if (rows_.size() == before && !only_producer_.empty()) {
+      const std::string what = source + ": case '" + c.name + "': no producer '" + only_producer_ +
+                               "' (neither stored with the case nor a live producer that runs here)";
+      std::fprintf(stderr, "vattn replay: %s\n", printable(what).c_str());
+      unusable_.push_back({{"input", source}, {"case", c.name}, {"message", what}});
+      return;
     }
     if (rows_.size() == before) {  // nothing checked: as unusable as a file that cannot be read
       std::printf("%-28s (nothing to compare: no stored outputs, no live producer ran)\n", printable(c.name).c_str());
@@ -150,6 +159,9 @@ class Replayer {
     std::fprintf(stderr, "vattn replay: %s (nothing more replayed from this input)\n", message.c_str());
     unusable_.push_back({{"input", source}, {"message", message}});
   }
+
+  // --producer NAME: only that producer's rows (a stored output group, or a live producer).
+  void only_producer(const std::string& name) { only_producer_ = name; }
 
   int passed() const { return count(true); }
   int failed() const { return count(false); }
@@ -238,6 +250,23 @@ class Replayer {
             {"column", p.column}};
   }
 
+  // Counts of the elements over bound per request, row, head and 64-column block, largest first
+  // (at most 64 of each).
+  static json where_json(const OverBoundMap& m) {
+    auto list = [](const auto& counts, auto key) {
+      std::vector<std::pair<int64_t, json>> v;
+      for (const auto& [k, n] : counts) v.emplace_back(n, key(k));
+      std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      json out = json::array();
+      for (size_t i = 0; i < v.size() && i < 64; ++i) out.push_back({{"at", v[i].second}, {"count", v[i].first}});
+      return out;
+    };
+    return {{"requests", list(m.by_request, [](int r) { return json(r); })},
+            {"rows", list(m.by_row, [](const std::pair<int, int>& k) { return json{{"request", k.first}, {"draft", k.second}}; })},
+            {"heads", list(m.by_head, [](int h) { return json(h); })},
+            {"column_blocks", list(m.by_block, [](int b) { return json{b * OverBoundMap::kBlock, b * OverBoundMap::kBlock + OverBoundMap::kBlock - 1}; })}};
+  }
+
   static json row_json(const ReplayRow& row) {
     const CompareReport& r = row.report;
     const bool oracle = row.kind == RowKind::kStoredOracle;
@@ -263,10 +292,13 @@ class Replayer {
                 {"worst_ref", json_number(r.worst_ref)},
                 {"worst_bound", json_number(r.worst_bound)},
                 {"lse_worst", pos_json(r.lse_worst)},
+                {"elements_compared", r.elements_compared},
+                {"over_bound_where", where_json(r.over_where)},
                 {"recipe", row.recipe}};
   }
 
   bool verbose_;
+  std::string only_producer_;
   std::vector<std::unique_ptr<LiveProducer>> file_live_, recipe_live_;
   std::set<std::string> announced_;
   std::vector<ReplayRow> rows_;
@@ -292,6 +324,7 @@ Args replay_args() {
               "generate the case from its one-line recipe and replay it; the bf16-emulating reference "
               "is compared as its producer")
       .option("json", "OUT", "also write a machine-readable report (docs/reports.md); '-': to stdout, the table then goes to stderr")
+      .option("producer", "NAME", "compare only this producer (a stored output group, e.g. serving, or kernel:split-v1)")
       .option("junit", "FILE", "also write JUnit XML for CI systems (a testcase per case x producer)")
       .option("kernel", "NAME|LIB.so", "kernel revision run on a GPU machine: a built-in name or a revision library",
               "split-v1", 'k')
@@ -377,6 +410,7 @@ int cmd_replay(int argc, char** argv) {
   }
   Replayer replayer(a.has("verbose"), file_opts.oracle == "gpu", splits_override, std::move(file_live),
                     std::move(recipe_live));
+  if (a.has("producer")) replayer.only_producer(a.get("producer"));
   // Asked for by name, the kernel must run: "not run" would otherwise end in exit 0.
   if (a.has("kernel")) {
     const std::string why = replayer.unavailable("kernel:");

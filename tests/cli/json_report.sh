@@ -62,6 +62,27 @@ if [ $code -ne 2 ] || ! grep -qF -- "--junit $tmp/dump.h5: it is the input file"
 else
   echo "ok: --junit naming the input refused"
 fi
+# Where a failure sits (per request, row, head, 64-column block), in the table and in the report;
+# --producer compares one producer only.
+"$vattn" replay "$tmp/bad.h5" --json "$tmp/where.json" >"$tmp/out" 2>"$tmp/err"
+code=$?
+if [ $code -ne 1 ] || ! grep -q "column blocks: " "$tmp/out" || ! grep -q "heads: " "$tmp/out" ||
+   ! python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+bad = [r for r in d["results"] if not r["pass"]]
+assert bad and bad[0]["over_bound_where"]["heads"] and bad[0]["elements_compared"] > 0, bad' "$tmp/where.json"; then
+  ok=0; echo "FAIL: the failure's whereabouts are missing (exit $code)"; cat "$tmp/out"
+else
+  echo "ok: a failure says where it sits (requests, rows, heads, column blocks)"
+fi
+"$vattn" replay "$tmp/bad.h5" --producer oracle_fp64 >"$tmp/out" 2>"$tmp/err"
+code=$?
+if [ $code -ne 0 ] || ! grep -q "1 passed, 0 failed" "$tmp/out"; then ok=0; echo "FAIL --producer oracle_fp64: exit $code"; cat "$tmp/out"
+else echo "ok: --producer oracle_fp64 replays that producer alone"; fi
+"$vattn" replay "$tmp/bad.h5" --producer no-such >"$tmp/out" 2>"$tmp/err"
+code=$?
+if [ $code -ne 2 ] || ! grep -q "no producer 'no-such'" "$tmp/err"; then ok=0; echo "FAIL --producer no-such: exit $code"; cat "$tmp/err"
+else echo "ok: --producer naming no producer exits 2"; fi
 # A write error on stdout is an error (exit 2), for every command that prints.
 for argv in "replay $tmp/dump.h5" "info $tmp/dump.h5" "gen --prefix 8 --drafts 2 -o $tmp/g.h5"; do
   # shellcheck disable=SC2086
