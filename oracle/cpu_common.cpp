@@ -11,6 +11,26 @@
 
 #include "bf16.h"
 
+namespace vattn {
+
+namespace {
+thread_local OracleProgressFn t_progress = nullptr;
+thread_local void* t_progress_ctx = nullptr;
+}  // namespace
+
+void set_oracle_progress(OracleProgressFn fn, void* ctx) {
+  t_progress = fn;
+  t_progress_ctx = ctx;
+}
+
+namespace oracle_detail {
+void report_oracle_progress(int64_t work) {
+  if (t_progress != nullptr) t_progress(t_progress_ctx, work);
+}
+}  // namespace oracle_detail
+
+}  // namespace vattn
+
 namespace vattn::oracle_detail {
 namespace {
 
@@ -86,6 +106,7 @@ class RequestRun {
       if (cfg_.scales) keys_abs_ = keys_.cwiseAbs().template cast<float>();
       for (int64_t r0 = 0; r0 < rows_; r0 += cfg_.row_block)
         block(r0, std::min<int64_t>(cfg_.row_block, rows_ - r0), keys_, keys_, nullptr);
+      report_oracle_progress(rows_ * nk);
     }
 
     draft_block();

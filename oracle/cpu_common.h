@@ -13,6 +13,9 @@
 
 namespace vattn::oracle_detail {
 
+// Calls the calling thread's set_oracle_progress() sink, if any.
+void report_oracle_progress(int64_t work);
+
 struct EngineConfig {
   int key_block = 2048;   // prefix keys gathered and multiplied at once (bounds memory)
   int row_block = 512;    // query rows (draft x head) per product

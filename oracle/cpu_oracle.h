@@ -4,6 +4,7 @@
 // would pass unseen. Both read the case's own arrays directly.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "case.h"
@@ -25,5 +26,11 @@ Reference oracle_fp64(const Case& c);
 // probabilities rounded to bf16 before P.V, fp32 accumulation, output rounded to bf16.
 // Its error against oracle_fp64 is the yardstick for the ratio check.
 Reference reference_bf16_emulated(const Case& c);
+
+// Progress of the CPU oracles on the calling thread, for long contexts: fn(ctx, work) after each
+// block of keys, work = query rows x keys of that block (a case's total is sum_b T_b H P_b,
+// plus its drafts). nullptr (the default) reports nothing; other threads are not affected.
+using OracleProgressFn = void (*)(void* ctx, int64_t work);
+void set_oracle_progress(OracleProgressFn fn, void* ctx);
 
 }  // namespace vattn

@@ -14,6 +14,7 @@
 #include "generate.h"
 #include "json.h"
 #include "junit.h"
+#include "progress_line.h"
 #if VATTN_HAVE_CUDA
 #include "cuda_check.h"
 #include "naive_runner.h"
@@ -89,8 +90,15 @@ class Replayer {
       bf16 = ref64;
 #endif
     } else {
+      // Both CPU oracles sweep every (row, key) once: the progress line shows their share done.
+      progress_done_ = 0;
+      progress_total_ = 0;
+      for (int b = 0; b < c.num_requests(); ++b) progress_total_ += 2 * int64_t{c.drafts(b)} * c.num_heads * c.prefix_len(b);
+      if (progress_ && progress_->enabled()) set_oracle_progress(&Replayer::on_oracle_progress, this);
+      if (progress_) progress_->show(progress_prefix_ + ": oracle", true);
       ref64 = oracle_fp64(c);
       bf16 = reference_bf16_emulated(c);
+      set_oracle_progress(nullptr, nullptr);
     }
     const std::string against = gpu_oracle_ ? " vs naive_gpu_oracle" : " vs oracle_fp64";
     const std::string bad_input = c.first_nonfinite_input();
@@ -160,6 +168,13 @@ class Replayer {
     unusable_.push_back({{"input", source}, {"message", message}});
   }
 
+  // The progress line (on a terminal) and --quiet (no PASS rows, no progress line).
+  void progress(ProgressLine* line, bool quiet) {
+    progress_ = line;
+    quiet_ = quiet;
+  }
+  void at(const std::string& where) { progress_prefix_ = where; }
+
   // --producer NAME: only that producer's rows (a stored output group, or a live producer).
   void only_producer(const std::string& name) { only_producer_ = name; }
 
@@ -213,8 +228,22 @@ class Replayer {
     return n;
   }
 
+  static void on_oracle_progress(void* self, int64_t work) {
+    auto* r = static_cast<Replayer*>(self);
+    r->progress_done_ += work;
+    char pct[32];
+    std::snprintf(pct, sizeof pct, ": oracle %.0f%%",
+                  r->progress_total_ > 0 ? 100.0 * static_cast<double>(r->progress_done_) / static_cast<double>(r->progress_total_) : 100.0);
+    r->progress_->show(r->progress_prefix_ + pct);
+  }
+
   void emit(ReplayRow row) {
     const CompareReport& r = row.report;
+    if (progress_) progress_->clear();
+    if (quiet_ && r.pass) {  // --quiet: failures only (they still count, and go to the reports)
+      rows_.push_back(std::move(row));
+      return;
+    }
     const bool oracle = row.kind == RowKind::kStoredOracle;
     // A stored output says so: "kernel:split-v1" read from the file is not a run of the kernel.
     const std::string shown = row.kind == RowKind::kStored ? row.producer + " (stored)" : row.producer;
@@ -298,6 +327,10 @@ class Replayer {
   }
 
   bool verbose_;
+  bool quiet_ = false;
+  ProgressLine* progress_ = nullptr;
+  std::string progress_prefix_;  // "file 1/3, case 2/300 NAME"
+  int64_t progress_done_ = 0, progress_total_ = 0;
   std::string only_producer_;
   std::vector<std::unique_ptr<LiveProducer>> file_live_, recipe_live_;
   std::set<std::string> announced_;
@@ -324,6 +357,7 @@ Args replay_args() {
               "generate the case from its one-line recipe and replay it; the bf16-emulating reference "
               "is compared as its producer")
       .option("json", "OUT", "also write a machine-readable report (docs/reports.md); '-': to stdout, the table then goes to stderr")
+      .flag("quiet", "print failures and the summary only (no PASS rows, no progress line)")
       .option("producer", "NAME", "compare only this producer (a stored output group, e.g. serving, or kernel:split-v1)")
       .option("junit", "FILE", "also write JUnit XML for CI systems (a testcase per case x producer)")
       .option("kernel", "NAME|LIB.so", "kernel revision run on a GPU machine: a built-in name or a revision library",
@@ -411,6 +445,9 @@ int cmd_replay(int argc, char** argv) {
   Replayer replayer(a.has("verbose"), file_opts.oracle == "gpu", splits_override, std::move(file_live),
                     std::move(recipe_live));
   if (a.has("producer")) replayer.only_producer(a.get("producer"));
+  // On a terminal: which file and case is running, and the oracle's share done on long contexts.
+  ProgressLine progress(!a.has("quiet"));
+  replayer.progress(&progress, a.has("quiet"));
   // Asked for by name, the kernel must run: "not run" would otherwise end in exit 0.
   if (a.has("kernel")) {
     const std::string why = replayer.unavailable("kernel:");
@@ -426,8 +463,10 @@ int cmd_replay(int argc, char** argv) {
   // One case at a time, each file read by an isolated child (isolated_reader.h): a case is
   // read, checked, reported and freed before the next; a file that turns out unusable half-way
   // keeps what was reported for its earlier cases.
+  size_t file_number = 0;
   for (const auto& path : a.positional()) {
     try {
+      progress.clear();
       IsolatedCaseReader reader(path, a.get("case"));
       const size_t n = reader.case_count();
       if (n == 0) {
@@ -438,7 +477,17 @@ int cmd_replay(int argc, char** argv) {
                   printable(reader.header().source).c_str());
       std::fflush(stdout);
       Case c;
-      while (reader.next(c)) replayer.replay_case(path, c, false);
+      size_t k = 0;
+      const std::string where = "file " + std::to_string(++file_number) + "/" + std::to_string(a.positional().size());
+      progress.show(where + ": reading", true);
+      while (reader.next(c)) {
+        const std::string shape = c.describe();
+        replayer.at(where + ", case " + std::to_string(++k) + "/" + std::to_string(n) + " " + printable(c.name) + " (" +
+                    shape.substr(0, shape.find("  ")) + ")");
+        replayer.replay_case(path, c, false);
+        progress.show(where + ": reading", true);
+      }
+      progress.clear();
     } catch (const std::exception& e) {
       const std::string msg = e.what();
       replayer.unusable(path, msg.find(path) == std::string::npos ? path + ": " + msg : msg);
