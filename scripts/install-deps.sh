@@ -7,7 +7,7 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ catch2 librapidcheck-dev libeigen3-dev libhdf5-dev nlohmann-json3-dev python3
       python3-h5py python3-numpy
-      python3-matplotlib chromium slurm-wlm munge)  # the morning report, its browser test, the Slurm test
+      python3-matplotlib chromium slurm-wlm munge python3-pip)  # the morning report, its browser test, the Slurm test
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -19,6 +19,13 @@ fi
 if ! python3 -c 'import h5py, numpy' 2>/dev/null; then
   echo "install-deps: python3 cannot import h5py and numpy (Debian's python3-h5py, python3-numpy)" >&2
   exit 1
+fi
+# universalmutator (the mutation pipeline, scripts/mutation/): not packaged by Debian, from PyPI.
+if ! command -v mutate >/dev/null 2>&1; then
+  echo "install-deps: installing universalmutator (PyPI)"
+  python3 -m pip install -q universalmutator 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages universalmutator ||
+    echo "install-deps: could not install universalmutator; the mutation pipeline test will be skipped" >&2
 fi
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "install-deps: the CUDA toolkit (nvcc) is missing; install CUDA 12.8+ (sm_120a support) at /usr/local/cuda" >&2

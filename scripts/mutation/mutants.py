@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""Mutation testing of kernels/: how many realistic kernel bugs does the suite catch?
+
+Mutants come from an established tool, universalmutator (PyPI; its C/C++ rules read CUDA):
+flipped comparisons, off-by-one constants and bounds, swapped or dropped operands, removed
+statements (barriers and waits included), changed shifts and masks. This script only drives it:
+
+  generate  mutate every source of kernels/ (universalmutator, --noCheck), keep a seeded sample
+  build     compile each mutant (nvcc, sm_90a, the revision library's flags, in parallel): a mutant
+            that does not compile is stillborn; one whose device code (the cubin) and host code
+            (the disassembly) equal the original's is equivalent by construction; one equal to an
+            earlier mutant is a duplicate. The rest are linked into revision libraries.
+  run       `vattn fuzz --kernel mutant.so` for a fixed time per mutant (on a GPU machine; several
+            at once with --parallel); a crash, hang or wrong answer kills it. Resumable: mutants
+            already judged are skipped, so the full run can be split across device calls.
+  report    the mutation score (killed / judged non-equivalent mutants), time to kill, the check
+            that killed each, and every survivor with its diff: DIR/score.json and DIR/score.md.
+
+usage:
+  mutants.py generate --out DIR [--sample N] [--seed S] [--mutate PATH]
+  mutants.py build --out DIR [-j N] [--nvcc PATH]
+  mutants.py run --out DIR --vattn PATH [--seconds 60] [--parallel K] [--limit N]
+  mutants.py report --out DIR
+Every step reads and writes DIR/mutants.json (one record per mutant, its status and evidence).
+"""
+
+import argparse
+import concurrent.futures
+import difflib
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KERNELS = os.path.join(ROOT, "kernels")
+SOURCES = ["split_revision.cu", "split_partial.cuh", "split_tile.cuh", "split_reduce.cuh", "split_plan.cuh",
+           "split_params.h", "mma_sm80.cuh"]
+# The revision library's compile line (kernels/CMakeLists.txt, vattn_rev_split_v1), for sm_90a only:
+# the GPU that runs the mutants is an H200.
+FLAGS = ["-O3", "-DNDEBUG", "-DVATTN_EXPORT_GET_REVISION", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
+         "-gencode=arch=compute_90a,code=sm_90a", "--expt-relaxed-constexpr", "-std=c++17"]
+SCHEMA = "vattn-mutants"
+
+
+def die(msg):
+    print(f"mutants.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def load(out):
+    path = os.path.join(out, "mutants.json")
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except FileNotFoundError:
+        die(f"{path}: missing (run `mutants.py generate --out {out}` first)")
+    except json.JSONDecodeError as e:
+        die(f"{path}: not JSON ({e})")
+    if d.get("schema") != SCHEMA or d.get("version") != 1:
+        die(f"{path}: not a {SCHEMA} version 1 file")
+    return d
+
+
+def save(out, d):
+    path = os.path.join(out, "mutants.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(d, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def unified_diff(original, mutated, name):
+    return "".join(difflib.unified_diff(original.splitlines(True), mutated.splitlines(True), "a/kernels/" + name,
+                                        "b/kernels/" + name, n=1))
+
+
+def cmd_generate(a):
+    mutate = a.mutate or shutil.which("mutate")
+    if not mutate:
+        die("universalmutator's `mutate` is not on PATH (pip install universalmutator), or give --mutate PATH")
+    os.makedirs(a.out, exist_ok=True)
+    raw = os.path.join(a.out, "raw")
+    records = []
+    for name in SOURCES:
+        src = os.path.join(KERNELS, name)
+        dest = os.path.join(raw, name)
+        os.makedirs(dest, exist_ok=True)
+        p = subprocess.run([mutate, src, "cpp", "--noCheck", "--mutantDir", dest], capture_output=True, text=True,
+                           cwd=dest, timeout=600)
+        if p.returncode != 0:
+            die(f"mutate {src}: exit {p.returncode}: {p.stderr.strip()[-400:]}")
+        with open(src) as f:
+            original = f.read()
+        for m in sorted(os.listdir(dest), key=lambda s: int(re.search(r"\.mutant\.(\d+)\.", s).group(1))):
+            with open(os.path.join(dest, m)) as f:
+                diff = unified_diff(original, f.read(), name)
+            records.append({"file": name, "mutant": os.path.join("raw", name, m), "diff": diff})
+        print(f"generate: {name}: {len(os.listdir(dest))} mutants")
+    total = len(records)
+    if a.sample and a.sample < total:
+        records = random.Random(a.seed).sample(records, a.sample)
+    # Only the sample stays (DIR/src/), so DIR is small enough to carry to a GPU machine.
+    os.makedirs(os.path.join(a.out, "src"), exist_ok=True)
+    for i, r in enumerate(records):
+        r["id"] = f"m{i:05d}"
+        r["status"] = "generated"
+        kept = os.path.join("src", r["id"] + "-" + r["file"])
+        shutil.copyfile(os.path.join(a.out, r["mutant"]), os.path.join(a.out, kept))
+        r["mutant"] = kept
+    shutil.rmtree(raw)
+    save(a.out, {"schema": SCHEMA, "version": 1, "generated": total, "sample": a.sample, "seed": a.seed,
+                 "tool": "universalmutator", "mutants": records})
+    print(f"generate: {total} mutants in all; kept {len(records)}" + (f" (sample, seed {a.seed})" if a.sample else ""))
+
+
+def compile_tree(nvcc, tree, work):
+    """Compiles split_revision.cu of a kernels/ copy: (ok, key or error, object path)."""
+    cubin, obj = os.path.join(work, "rev.cubin"), os.path.join(work, "rev.o")
+    src = os.path.join(tree, "split_revision.cu")
+    base = [nvcc, "-I" + tree] + FLAGS
+    p = subprocess.run(base + ["-cubin", "-o", cubin, src], capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        return False, (p.stderr.strip().splitlines() or ["?"])[-1][:300], None
+    p = subprocess.run(base + ["-c", "-o", obj, src], capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        return False, (p.stderr.strip().splitlines() or ["?"])[-1][:300], None
+    h = hashlib.sha256()
+    with open(cubin, "rb") as f:
+        h.update(f.read())  # the device code: nvcc writes the same cubin for the same source
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", obj], capture_output=True, text=True).stdout
+    h.update("\n".join(dis.splitlines()[2:]).encode())  # the host code (the first lines name the file)
+    return True, h.hexdigest(), obj
+
+
+def build_one(nvcc, out, r):
+    with tempfile.TemporaryDirectory(prefix="vattn-mutant-") as work:
+        tree = os.path.join(work, "kernels")
+        shutil.copytree(KERNELS, tree)
+        if r is not None:
+            shutil.copyfile(os.path.join(out, r["mutant"]), os.path.join(tree, r["file"]))
+        ok, key, obj = compile_tree(nvcc, tree, work)
+        if not ok:
+            return {"status": "stillborn", "error": key}
+        so = os.path.join(out, "lib", (r["id"] if r else "original") + ".so")
+        os.makedirs(os.path.dirname(so), exist_ok=True)
+        p = subprocess.run([nvcc, "-shared", "-o", so, obj], capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            return {"status": "stillborn", "error": "link: " + p.stderr.strip()[-300:]}
+        return {"status": "compiled", "key": key, "so": os.path.relpath(so, out)}
+
+
+def cmd_build(a):
+    d = load(a.out)
+    nvcc = a.nvcc or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if "original_key" not in d:
+        res = build_one(nvcc, a.out, None)
+        if res["status"] != "compiled":
+            die(f"the original kernels/ does not compile: {res.get('error')}")
+        d["original_key"] = res["key"]
+        save(a.out, d)
+    todo = [r for r in d["mutants"] if r["status"] == "generated"]
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        futures = {pool.submit(build_one, nvcc, a.out, r): r for r in todo}
+        for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+            futures[fut].update(fut.result())
+            if n % 20 == 0 or n == len(todo):
+                print(f"build: {n}/{len(todo)} ({time.time() - t0:.0f} s)", flush=True)
+                save(a.out, d)
+    seen = {d["original_key"]: "original"}
+    for r in sorted(d["mutants"], key=lambda r: r["id"]):  # the first of equal mutants stands for them
+        if r["status"] != "compiled":
+            continue
+        if r["key"] in seen:
+            r["status"] = "equivalent" if seen[r["key"]] == "original" else "duplicate"
+            r["same_as"] = seen[r["key"]]
+            os.remove(os.path.join(a.out, r.pop("so")))
+        else:
+            seen[r["key"]] = r["id"]
+            r["status"] = "candidate"
+    save(a.out, d)
+    counts = {}
+    for r in d["mutants"]:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    print("build: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+
+
+def judge(vattn, out, r, seconds):
+    camp = os.path.join(out, "campaigns", r["id"])
+    shutil.rmtree(camp, ignore_errors=True)
+    t0 = time.time()
+    p = subprocess.run([vattn, "fuzz", "--kernel", os.path.join(out, r["so"]), "--hours", f"{seconds / 3600:.6f}",
+                        "--out", camp, "--no-report", "--max-shrink-runs", "0"],
+                       capture_output=True, text=True, timeout=seconds + 600)
+    res = {"fuzz_exit": p.returncode, "fuzz_seconds": round(time.time() - t0, 1)}
+    try:
+        with open(os.path.join(camp, "summary.json")) as f:
+            s = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        res.update(status="unjudged", error=(p.stderr.strip().splitlines() or ["no summary.json"])[-1][:300])
+        return res
+    res["cases"] = s.get("campaign_cases", 0)
+    if s.get("findings"):
+        f = s["findings"][0]
+        res.update(status="killed", killed_by=f.get("signature", "?"), first_case=f.get("first_case", {}).get("index"))
+        res["time_to_kill_s"] = time_of_case(camp, res["first_case"])
+    else:
+        res["status"] = "survived"
+    return res
+
+
+def time_of_case(camp, index):
+    """Seconds into the campaign of the verdict of case `index` (to the journal's 5-s ticks)."""
+    elapsed = 0.0
+    try:
+        with open(os.path.join(camp, "journal.jsonl")) as f:
+            for line in f:
+                j = json.loads(line)
+                if j.get("t") in ("tick", "end"):
+                    elapsed = j.get("elapsed_s", elapsed)
+                if j.get("t") == "case" and j.get("i") == index:
+                    return elapsed + 5.0
+    except (OSError, json.JSONDecodeError):
+        pass
+    return None
+
+
+def cmd_run(a):
+    d = load(a.out)
+    todo = [r for r in d["mutants"] if r["status"] == "candidate"][: a.limit or None]
+    print(f"run: {len(todo)} mutants to judge, {a.seconds} s each, {a.parallel} at a time", flush=True)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.parallel) as pool:
+        futures = {pool.submit(judge, a.vattn, a.out, r, a.seconds): r for r in todo}
+        for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+            r = futures[fut]
+            r.update(fut.result())
+            save(a.out, d)
+            print(f"run: {n}/{len(todo)} {r['id']} ({r['file']}): {r['status']}"
+                  + (f" by {r['killed_by']}" if r.get("killed_by") else ""), flush=True)
+    cmd_report(a)
+
+
+def cmd_report(a):
+    d = load(a.out)
+    ms = d["mutants"]
+    by = {}
+    for r in ms:
+        by.setdefault(r["status"], []).append(r)
+    killed, survived = by.get("killed", []), by.get("survived", [])
+    judged = len(killed) + len(survived)
+    score = len(killed) / judged if judged else None
+    kill_times = sorted(r["time_to_kill_s"] for r in killed if r.get("time_to_kill_s") is not None)
+    checks = {}
+    for r in killed:
+        checks[r["killed_by"]] = checks.get(r["killed_by"], 0) + 1
+    rep = {"schema": "vattn-mutation-score", "version": 1, "generated": d.get("generated"), "sampled": len(ms),
+           "counts": {k: len(v) for k, v in by.items()}, "judged": judged, "killed": len(killed),
+           "score": score, "median_time_to_kill_s": kill_times[len(kill_times) // 2] if kill_times else None,
+           "killed_by": checks,
+           "survivors": [{"id": r["id"], "file": r["file"], "cases": r.get("cases"), "diff": r["diff"],
+                          "verdict": r.get("verdict", "open")} for r in survived]}
+    with open(os.path.join(a.out, "score.json"), "w") as f:
+        json.dump(rep, f, indent=1)
+    lines = ["# Mutation score of kernels/", "",
+             f"{d.get('generated')} mutants generated by universalmutator; {len(ms)} sampled (seed {d.get('seed')}).", "",
+             "| status | mutants |", "|---|---|"]
+    lines += [f"| {k} | {len(v)} |" for k, v in sorted(by.items())]
+    lines += ["", f"**Score: {len(killed)} killed of {judged} judged non-equivalent mutants"
+              + (f" = {100 * score:.1f}%**" if score is not None else " (none judged yet)**"), ""]
+    if kill_times:
+        lines.append(f"Time to kill: median {rep['median_time_to_kill_s']:.0f} s, max {kill_times[-1]:.0f} s.")
+    if checks:
+        lines += ["", "| killed by | mutants |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(checks.items())]
+    if survived:
+        lines += ["", "## Survivors", ""]
+        for r in survived:
+            lines += [f"### {r['id']} ({r['file']}, {r.get('cases')} cases), verdict: {r.get('verdict', 'open')}", "",
+                      "```diff", r["diff"].rstrip(), "```", ""]
+    with open(os.path.join(a.out, "score.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines[:12]))
+    print(f"report: {os.path.join(a.out, 'score.md')}, {os.path.join(a.out, 'score.json')}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    sub = ap.add_subparsers(dest="step", required=True)
+    g = sub.add_parser("generate", help="mutate kernels/ and keep a sample")
+    g.add_argument("--out", required=True)
+    g.add_argument("--sample", type=int, default=0, help="keep N random mutants (0: all)")
+    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--mutate", help="universalmutator's mutate (default: on PATH)")
+    b = sub.add_parser("build", help="compile, drop stillborn/equivalent/duplicate, link the rest")
+    b.add_argument("--out", required=True)
+    b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
+    b.add_argument("--nvcc")
+    r = sub.add_parser("run", help="fuzz each candidate for a fixed time (GPU machine)")
+    r.add_argument("--out", required=True)
+    r.add_argument("--vattn", required=True)
+    r.add_argument("--seconds", type=float, default=60)
+    r.add_argument("--parallel", type=int, default=2)
+    r.add_argument("--limit", type=int, default=0, help="judge at most N this call (resume with the next)")
+    p = sub.add_parser("report", help="write score.json and score.md")
+    p.add_argument("--out", required=True)
+    a = ap.parse_args()
+    {"generate": cmd_generate, "build": cmd_build, "run": cmd_run, "report": cmd_report}[a.step](a)
+
+
+if __name__ == "__main__":
+    main()
+# SPDX-License-Identifier: Apache-2.0
