@@ -139,12 +139,12 @@ if [ "$wait" -eq 0 ]; then
   exit 0
 fi
 
-# --wait: sbatch --wait prints the job id when it is submitted (line-buffered here, so it can
-# be read while sbatch waits) and exits with the job's exit status.
+# --wait: sbatch --wait prints the job id when it is submitted (sbatch flushes it at once, even
+# into a file) and exits with the job's exit status. Not under stdbuf: its LD_PRELOAD would be
+# exported into the job (--export=ALL) and preloaded into vattn there (an ASan build refuses that).
 idfile=$(mktemp "${TMPDIR:-/tmp}/fuzz-submit.XXXXXX")
 trap 'rm -f "$idfile"' EXIT
-if command -v stdbuf >/dev/null 2>&1; then sb=(stdbuf -oL); else sb=(); fi
-"${menv[@]}" "${sb[@]}" sbatch --wait "${margs[@]}" >"$idfile" 2>&1 &
+"${menv[@]}" sbatch --wait "${margs[@]}" >"$idfile" 2>&1 &
 pid=$!
 merge_id=""
 while kill -0 "$pid" 2>/dev/null; do
