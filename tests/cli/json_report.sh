@@ -62,6 +62,19 @@ if [ $code -ne 2 ] || ! grep -qF -- "--junit $tmp/dump.h5: it is the input file"
 else
   echo "ok: --junit naming the input refused"
 fi
+# JSON has no infinity: a ratio against a bf16 reference without error is the string "Infinity",
+# and the report is strict JSON (no NaN/Infinity literals).
+"$vattn" fuzz --kernel host:faulty:wrong@H=3 --recipe "B=1 H=3 P=[0] T=[1]" --repro "$tmp/inf.h5" >/dev/null 2>&1
+"$vattn" replay "$tmp/inf.h5" --json "$tmp/inf.json" >/dev/null 2>&1
+if python3 -c 'import json,sys
+def refuse(name): raise ValueError("a bare " + name + " in the report")
+d = json.load(open(sys.argv[1]), parse_constant=refuse)
+assert d["schema"] == "vattn-replay-report" and d["version"] == 1
+assert any(r["ratio_vs_bf16_ref"] == "Infinity" for r in d["results"]), [r["ratio_vs_bf16_ref"] for r in d["results"]]' "$tmp/inf.json"; then
+  echo "ok: a non-finite figure is written as the string \"Infinity\" (strict JSON)"
+else
+  ok=0; echo "FAIL: non-finite figures in the report"; cat "$tmp/inf.json" | head -40
+fi
 # Where a failure sits (per request, row, head, 64-column block), in the table and in the report;
 # --producer compares one producer only.
 "$vattn" replay "$tmp/bad.h5" --json "$tmp/where.json" >"$tmp/out" 2>"$tmp/err"
