@@ -1,0 +1,272 @@
+"""Reading and writing case files (docs/case-format.md, format vattn-cases v1)."""
+
+import dataclasses
+import datetime
+import os
+from typing import Dict, List, Optional
+
+import h5py
+import numpy as np
+
+FORMAT_NAME = "vattn-cases"
+FORMAT_VERSION = 1
+ORACLE = "oracle_fp64"
+OPTIONAL_HEADER = ("model", "gpu", "notes")
+CASE_INT_ATTRS = ("layer", "step", "tp_rank")
+BF16 = ("q", "kv_pool", "kv_draft")
+# dataset -> (numpy dtype, required)
+DATASETS = {"q": (np.uint16, True), "kv_pool": (np.uint16, True), "kv_indices": (np.int32, True),
+            "kv_indptr": (np.int32, True), "kv_slot_ids": (np.int64, False), "kv_draft": (np.uint16, True),
+            "qo_indptr": (np.int32, True), "draft_mask": (np.uint8, True), "draft_mask_indptr": (np.int64, True),
+            "draft_parent": (np.int32, False)}
+
+
+def _printable(s):
+    """Control bytes as \\xNN, as vattn prints strings from files."""
+    return "".join(c if 0x20 <= ord(c) != 0x7F else f"\\x{ord(c):02x}" for c in str(s))
+
+
+class CaseFileError(Exception):
+    """A broken case file: names the file, the case and the field, like vattn's InputError."""
+
+    def __init__(self, file, case, field, reason):
+        self.file, self.case, self.field, self.reason = file, case, field, reason
+        parts = [_printable(file) + ": "] if file else []
+        if case:
+            parts.append(f"case '{_printable(case)}': ")
+        if field:
+            parts.append(f"field '{_printable(field)}': ")
+        super().__init__("".join(parts) + _printable(reason))
+
+
+@dataclasses.dataclass
+class Output:
+    producer: str
+    description: str
+    out: np.ndarray  # [n_q, H, d_v]: float32 for oracle_fp64, else bf16 bits (uint16)
+    lse: np.ndarray  # [n_q, H] float32
+
+
+@dataclasses.dataclass
+class Case:
+    name: str
+    num_heads: int
+    sm_scale: float
+    q: np.ndarray
+    kv_pool: np.ndarray
+    kv_indices: np.ndarray
+    kv_indptr: np.ndarray
+    kv_draft: np.ndarray
+    qo_indptr: np.ndarray
+    draft_mask: np.ndarray
+    draft_mask_indptr: np.ndarray
+    d_qk: int = 576
+    d_v: int = 512
+    kv_slot_ids: Optional[np.ndarray] = None
+    draft_parent: Optional[np.ndarray] = None
+    recipe: str = ""
+    int_attrs: Dict[str, int] = dataclasses.field(default_factory=dict)
+    outputs: List[Output] = dataclasses.field(default_factory=list)
+
+    @property
+    def num_requests(self):
+        return len(self.qo_indptr) - 1
+
+
+@dataclasses.dataclass
+class Header:
+    source: str
+    created: str = ""
+    generator: str = ""
+    optional: Dict[str, str] = dataclasses.field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+
+
+@dataclasses.dataclass
+class CaseFile:
+    path: str
+    header: Header
+    cases: List[Case]
+
+
+def _text(v):
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def _hard_link(group, name, err):
+    """The member must be a hard link: nothing outside the file is followed."""
+    link = group.get(name, getlink=True)
+    if link is None:
+        return False
+    if isinstance(link, h5py.ExternalLink):
+        err(name, "is an external link (to an object in another file): a case file must hold its objects itself")
+    if isinstance(link, h5py.SoftLink):
+        err(name, "is a soft link: a case file must hold its objects itself (hard links only)")
+    return True
+
+
+def _dataset(g, name, dtype, err, required=True):
+    if not _hard_link(g, name, err):
+        if required:
+            err(name, f"missing dataset '{name}'")
+        return None
+    d = g[name]
+    if not isinstance(d, h5py.Dataset):
+        err(name, f"'{name}' is not a dataset")
+    if d.is_virtual:
+        err(name, "is a virtual dataset: vattn reads only data stored in the case file")
+    if d.external:
+        err(name, "keeps its raw data in external file(s): vattn reads only data stored in the case file")
+    want = np.dtype(dtype).newbyteorder("<")
+    if d.dtype != want and not (d.dtype == np.dtype(dtype) and want.byteorder in "=<|"):
+        err(name, f"expected {np.dtype(dtype).name}, found {d.dtype.name}{' (big-endian)' if d.dtype.byteorder == '>' else ''}")
+    if name in BF16 and _text(d.attrs.get("dtype", "")) != "bfloat16":
+        err(name, "bf16 data must carry the attribute dtype = \"bfloat16\"")
+    try:
+        return d[()]
+    except OSError as e:  # a missing filter, a truncated file
+        err(name, f"cannot read the data ({e})")
+
+
+def _int_attr(attrs, key, err, required=True):
+    if key not in attrs:
+        if required:
+            err(key, f"missing attribute '{key}'")
+        return None
+    v = attrs[key]
+    if not isinstance(v, (np.integer, int)) or isinstance(v, bool):
+        err(key, f"must be an integer (found {type(v).__name__})")
+    return int(v)
+
+
+def _read_case(path, g, name):
+    def err(field, reason):
+        raise CaseFileError(path, name, field, reason)
+
+    a = g.attrs
+    if "sm_scale" not in a:
+        err("sm_scale", "missing attribute 'sm_scale'")
+    if not isinstance(a["sm_scale"], np.float64) and not isinstance(a["sm_scale"], float):
+        err("sm_scale", f"must be float64 (found {np.asarray(a['sm_scale']).dtype.name})")
+    arrays = {k: _dataset(g, k, t, err, req) for k, (t, req) in DATASETS.items()}
+    c = Case(name=name, num_heads=_int_attr(a, "num_heads", err), d_qk=_int_attr(a, "d_qk", err),
+             d_v=_int_attr(a, "d_v", err), sm_scale=float(a["sm_scale"]),
+             recipe=_text(a["recipe"]) if "recipe" in a else "",
+             int_attrs={k: _int_attr(a, k, err) for k in CASE_INT_ATTRS if k in a}, **arrays)
+    num_requests = _int_attr(a, "num_requests", err)
+    if num_requests != c.num_requests:
+        err("num_requests", f"is {num_requests} but qo_indptr has {len(c.qo_indptr)} entries (num_requests+1 expected)")
+    if _hard_link(g, "outputs", err):
+        for producer in sorted(g["outputs"]):
+            base = "outputs/" + producer
+            _hard_link(g["outputs"], producer, lambda f, r: err(base, r))
+            og = g["outputs"][producer]
+            if "description" not in og.attrs:
+                err(base, "missing attribute 'description'")
+            out_type = np.float32 if producer == ORACLE else np.uint16
+            out = _dataset(og, "out", out_type, lambda f, r: err(base + "/out", r))
+            if producer != ORACLE and _text(og["out"].attrs.get("dtype", "")) != "bfloat16":
+                err(base + "/out", "bf16 data must carry the attribute dtype = \"bfloat16\"")
+            lse = _dataset(og, "lse", np.float32, lambda f, r: err(base + "/lse", r))
+            c.outputs.append(Output(producer, _text(og.attrs["description"]), out, lse))
+    return c
+
+
+def read(path, validate_cases=True):
+    """Reads a case file; raises CaseFileError naming file, case and field."""
+    from .validate import validate
+
+    if not os.path.isfile(path):
+        raise CaseFileError(path, "", "", "file does not exist" if not os.path.exists(path) else "is not a regular file")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise CaseFileError(path, "", "", f"cannot open the HDF5 file ({e})")
+    with f:
+        a = f.attrs
+        if _text(a.get("format", "")) != FORMAT_NAME:
+            raise CaseFileError(path, "", "format", "not a vattn case file")
+        version = a.get("format_version")
+        if version is None or int(version) != FORMAT_VERSION:
+            raise CaseFileError(path, "", "format_version", f"{version} is not known to this reader")
+        for key in ("source", "created", "generator"):
+            if key not in a:
+                raise CaseFileError(path, "", key, f"missing root attribute '{key}'")
+        header = Header(source=_text(a["source"]), created=_text(a["created"]), generator=_text(a["generator"]),
+                        optional={k: _text(a[k]) for k in OPTIONAL_HEADER if k in a}, format_version=int(version))
+        if not _hard_link(f, "cases", lambda fld, r: (_ for _ in ()).throw(CaseFileError(path, "", "cases", r))):
+            raise CaseFileError(path, "", "cases", "missing group '/cases'")
+        cases = []
+        for name in sorted(f["cases"]):
+            _hard_link(f["cases"], name, lambda fld, r: (_ for _ in ()).throw(CaseFileError(path, name, "", r)))
+            if not isinstance(f["cases"][name], h5py.Group):
+                raise CaseFileError(path, "", "cases", f"'/cases/{name}' is not a group (every member of /cases is a case)")
+            c = _read_case(path, f["cases"][name], name)
+            if validate_cases:
+                validate(c, path)
+            cases.append(c)
+    return CaseFile(path, header, cases)
+
+
+def write(path, header, cases):
+    """Writes a complete case file (replacing it), as vattn's writer lays it out."""
+    from .validate import validate
+
+    if not header.source:
+        raise CaseFileError(path, "", "source", "cannot write: must be set")
+    names = [c.name for c in cases]
+    for c in cases:
+        if not c.name or c.name == "." or "/" in c.name or names.count(c.name) > 1:
+            raise CaseFileError(path, c.name, "", "cannot write: a case name must be unique, non-empty, not '.', without '/'")
+        validate(c, path)
+    tmp = path + ".tmp"
+    with h5py.File(tmp, "w") as f:
+        f.attrs["format"] = FORMAT_NAME
+        f.attrs["format_version"] = np.int32(FORMAT_VERSION)
+        f.attrs["source"] = header.source
+        f.attrs["created"] = header.created or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        f.attrs["generator"] = header.generator or "vattn (python) 0.1.0"
+        for k, v in header.optional.items():
+            if k not in OPTIONAL_HEADER:
+                raise CaseFileError(path, "", k, "cannot write: not a root attribute of the schema (model, gpu, notes)")
+            f.attrs[k] = v
+        root = f.create_group("cases")
+        for c in cases:
+            g = root.create_group(c.name)
+            for k in ("num_heads", "d_qk", "d_v"):
+                g.attrs[k] = np.int32(getattr(c, k))
+            g.attrs["num_requests"] = np.int32(c.num_requests)
+            g.attrs["sm_scale"] = np.float64(c.sm_scale)
+            if c.recipe:
+                g.attrs["recipe"] = c.recipe
+            for k, v in c.int_attrs.items():
+                g.attrs[k] = np.int64(v)
+            for k, (t, required) in DATASETS.items():
+                v = getattr(c, k)
+                if v is None:
+                    continue
+                d = g.create_dataset(k, data=np.ascontiguousarray(v, dtype=t), **_storage(v, t))
+                if k in BF16:
+                    d.attrs["dtype"] = "bfloat16"
+            if c.outputs:
+                og = g.create_group("outputs")
+                for o in c.outputs:
+                    p = og.create_group(o.producer)
+                    p.attrs["description"] = o.description
+                    t = np.float32 if o.producer == ORACLE else np.uint16
+                    d = p.create_dataset("out", data=np.ascontiguousarray(o.out, dtype=t), **_storage(o.out, t))
+                    if o.producer != ORACLE:
+                        d.attrs["dtype"] = "bfloat16"
+                    p.create_dataset("lse", data=np.ascontiguousarray(o.lse, dtype=np.float32))
+    os.replace(tmp, path)
+
+
+def _storage(a, t):
+    """Datasets over 64 KiB: chunked, shuffled, deflated (level 4), as vattn writes them."""
+    a = np.asarray(a)
+    if a.size * np.dtype(t).itemsize <= 64 * 1024 or a.ndim == 0:
+        return {}
+    row = np.dtype(t).itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
+    chunk = (max(1, min(a.shape[0], 256 * 1024 // max(row, 1))),) + a.shape[1:]
+    return {"chunks": chunk, "shuffle": True, "compression": "gzip", "compression_opts": 4}
+# SPDX-License-Identifier: Apache-2.0

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""ctest: the Python package (python/) installs with pip and agrees with vattn.
+
+1. `pip install --target DIR ./python` works (--no-deps: numpy and h5py are Debian's) and
+   `import vattn` comes from DIR.
+2. It reads every committed fixture and regression case with the shapes `vattn info` prints.
+3. A file it writes (from a fixture's cases) passes `vattn info` and `vattn replay`.
+4. Broken files: the package and vattn both refuse each, naming the same case and field.
+
+usage: test_package.py --vattn PATH/TO/vattn --root REPO
+"""
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+
+def install(root, tmp):
+    site = os.path.join(tmp, "site")
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", site, os.path.join(root, "python")]
+    # With the installed setuptools first (no network); an older one without `wheel` needs the
+    # isolated build (setuptools from PyPI). Debian's pip wants --break-system-packages even
+    # for --target (PEP 668).
+    for extra in (["--no-build-isolation"], [], ["--no-build-isolation", "--break-system-packages"],
+                  ["--break-system-packages"]):
+        p = subprocess.run(cmd + extra, capture_output=True, text=True)
+        if p.returncode == 0:
+            break
+    if p.returncode != 0:
+        raise SystemExit(f"FAIL: pip install ./python: {p.stderr.strip()[-800:]}")
+    sys.path.insert(0, site)
+    import vattn
+    assert os.path.dirname(vattn.__file__).startswith(site), vattn.__file__
+    print(f"ok: pip install ./python, vattn {vattn.__version__} imported from the target")
+    return vattn
+
+
+def corrupt(path, change):
+    with h5py.File(path, "r+") as f:
+        name = sorted(f["cases"])[0]
+        change(f["cases"][name])
+        return name
+
+
+def replace(name, data, bf16=False):
+    def change(g):
+        del g[name]
+        d = g.create_dataset(name, data=data)
+        if bf16:
+            d.attrs["dtype"] = "bfloat16"
+    return change
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vattn", required=True)
+    ap.add_argument("--root", required=True)
+    a = ap.parse_args()
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="vattn-pkg-") as tmp:
+        vattn = install(a.root, tmp)
+        files = sorted(glob.glob(os.path.join(a.root, "fixtures", "*.h5")) +
+                       glob.glob(os.path.join(a.root, "fixtures", "regressions", "*.h5")))
+        for path in files:
+            f = vattn.read(path)
+            info = subprocess.run([a.vattn, "info", path], capture_output=True, text=True).stdout
+            for c in f.cases:
+                P = np.diff(c.kv_indptr).tolist()
+                T = np.diff(c.qo_indptr).tolist()
+                want = f"{c.name}  B={c.num_requests} H={c.num_heads} d_qk/d_v={c.d_qk}/{c.d_v} P={P} T={T}".replace(" ", "")
+                if want not in info.replace(" ", ""):
+                    failures.append(f"{path}: case {c.name}: the package reads {want}, vattn info says:\n{info}")
+        print(f"ok: read {len(files)} files as vattn info does" if not failures else "reading disagrees")
+
+        src = vattn.read(os.path.join(a.root, "fixtures", "k26_random_scattered.h5"))
+        out = os.path.join(tmp, "written.h5")
+        vattn.write(out, vattn.Header(source="synthetic:k26", optional={"notes": "written by the python package"}),
+                    src.cases)
+        p = subprocess.run([a.vattn, "replay", out], capture_output=True, text=True)
+        if p.returncode != 0 or "passed, 0 failed" not in p.stdout:
+            failures.append(f"replay of a file the package wrote: exit {p.returncode}\n{p.stdout}{p.stderr}")
+        else:
+            print("ok: a file the package wrote replays with vattn")
+
+        fixture = os.path.join(a.root, "fixtures", "uniform_chain.h5")
+        broken = [
+            ("kv_indices out of the pool", replace("kv_indices", np.array([10 ** 6] + [0] * 81, dtype=np.int32))),
+            ("float32 sm_scale", lambda g: g.attrs.__setitem__("sm_scale", np.float32(0.1))),
+            ("no bf16 marker", lambda g: g["q"].attrs.__delitem__("dtype")),
+            ("int64 kv_indptr", replace("kv_indptr", np.array([0, 77, 82], dtype=np.int64))),
+            ("decreasing qo_indptr", replace("qo_indptr", np.array([0, 16, 15], dtype=np.int32))),
+            ("external link", lambda g: (g.__delitem__("kv_pool"), g.__setitem__("kv_pool", h5py.ExternalLink("/etc/x.h5", "/p")))),
+            ("missing q", lambda g: g.__delitem__("q")),
+        ]
+        for label, change in broken:
+            path = os.path.join(tmp, re.sub(r"\W+", "_", label) + ".h5")
+            shutil.copyfile(fixture, path)
+            case = corrupt(path, change)
+            p = subprocess.run([a.vattn, "info", path], capture_output=True, text=True)
+            m = re.search(r"case '([^']*)': field '([^']*)'", p.stderr)
+            try:
+                vattn.read(path)
+                failures.append(f"{label}: the package read it; vattn: {p.stderr.strip()}")
+                continue
+            except vattn.CaseFileError as e:
+                mine = (e.case, e.field)
+            theirs = (m.group(1), m.group(2)) if m else None
+            if p.returncode != 2 or theirs != mine or mine[0] != case:
+                failures.append(f"{label}: package names {mine}, vattn (exit {p.returncode}) {theirs}: {p.stderr.strip()}")
+            else:
+                print(f"ok: {label}: both refuse case '{mine[0]}' field '{mine[1]}'")
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+# SPDX-License-Identifier: Apache-2.0
