@@ -25,7 +25,10 @@ import numpy as np
 
 def install(root, tmp):
     site = os.path.join(tmp, "site")
-    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", site, os.path.join(root, "python")]
+    # From a copy: a build leaves build/ and *.egg-info behind, and the checkout stays clean.
+    src = os.path.join(tmp, "python")
+    shutil.copytree(os.path.join(root, "python"), src, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", site, src]
     # With the installed setuptools first (no network); an older one without `wheel` needs the
     # isolated build (setuptools from PyPI). Debian's pip wants --break-system-packages even
     # for --target (PEP 668).
