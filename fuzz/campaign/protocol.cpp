@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "protocol.h"
 
+#include "fd_write.h"
+
 #include <cerrno>
 #include <cstdio>
 
@@ -11,16 +13,7 @@ namespace vattn::fuzz {
 bool send_message(int fd, const json& message) {
   // dump() escapes every string (replacing bytes that are not UTF-8), so a line never breaks.
   const std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
+  return write_all(fd, line.data(), line.size());
 }
 
 bool LineReader::fill(int fd) {

@@ -33,6 +33,10 @@ struct CaseFile {
 // Lists the case group names under /cases/, sorted. Throws InputError.
 std::vector<std::string> list_cases(const std::string& path);
 
+// Throws InputError naming the file and `name`, and the first cases there are, when `name` is
+// not among the file's case `names`.
+void require_case(const std::vector<std::string>& names, const std::string& name, const std::string& path);
+
 // Reads the file; with only_case non-empty, returns that case alone (InputError if absent).
 // Every case of the file is read and validate()d, the others too when only_case is set (a file
 // that fails validation is never replayed in part), unless validate_cases is false (tests of the

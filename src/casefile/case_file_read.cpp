@@ -379,18 +379,34 @@ CaseFileCursor::~CaseFileCursor() { delete impl_; }
 const CaseFileHeader& CaseFileCursor::header() const { return impl_->header; }
 const std::vector<std::string>& CaseFileCursor::names() const { return impl_->names; }
 
+namespace {
+
+// validate() and, after it (the index arrays the recipe is compared with are then sound), the
+// recipe check; InputError naming the file.
+void check_case(const Case& c, const std::string& path) {
+  try {
+    validate(c);
+  } catch (const InputError& e) {
+    throw e.in_file(path);
+  }
+  if (const std::string why = recipe_mismatch(c); !why.empty()) throw InputError(path, c.name, "recipe", why);
+}
+
+}  // namespace
+
 Case CaseFileCursor::read(const std::string& name, bool validate_case) const {
   Case c = read_case(impl_->cases.get(), name, impl_->path);
-  if (validate_case) {
-    try {
-      validate(c);
-    } catch (const InputError& e) {
-      throw e.in_file(impl_->path);
-    }
-    // After validate(): the index arrays the recipe is compared with are sound.
-    if (const std::string why = recipe_mismatch(c); !why.empty()) throw InputError(impl_->path, c.name, "recipe", why);
-  }
+  if (validate_case) check_case(c, impl_->path);
   return c;
+}
+
+void require_case(const std::vector<std::string>& names, const std::string& name, const std::string& path) {
+  if (std::find(names.begin(), names.end(), name) != names.end()) return;
+  std::string known;  // name the cases there are, the first few of them
+  for (size_t i = 0; i < names.size() && i < 8; ++i) known += (i ? ", " : "") + names[i];
+  if (names.size() > 8) known += ", ... (" + std::to_string(names.size()) + " in all)";
+  throw InputError(path, name, "",
+                   "no such case under /cases (" + (names.empty() ? std::string("the file has no cases") : "cases: " + known) + ")");
 }
 
 std::vector<std::string> list_cases(const std::string& path) {
@@ -408,13 +424,7 @@ CaseFile read_case_file(const std::string& path, const std::string& only_case, b
   out.header = h5::read_header(file.get(), path);
   std::vector<std::string> names = case_names(file.get(), path);
   if (!only_case.empty()) {
-    if (std::find(names.begin(), names.end(), only_case) == names.end()) {
-      std::string known;  // name the cases there are, the first few of them
-      for (size_t i = 0; i < names.size() && i < 8; ++i) known += (i ? ", " : "") + names[i];
-      if (names.size() > 8) known += ", ... (" + std::to_string(names.size()) + " in all)";
-      throw InputError(path, only_case, "", "no such case under /cases (" +
-                                                (names.empty() ? std::string("the file has no cases") : "cases: " + known) + ")");
-    }
+    require_case(names, only_case, path);
     // Only the chosen case is kept, but with validation every case is read and checked: a file
     // that fails validation is never replayed half-way (case-format.md), even one case of it.
     if (!validate_cases) names = {only_case};
@@ -423,15 +433,7 @@ CaseFile read_case_file(const std::string& path, const std::string& only_case, b
   for (const std::string& name : names) {
     watchdog.restart();  // each case gets the full timeout: long healthy files are not cut off
     Case c = read_case(cases.get(), name, path);
-    if (validate_cases) {
-      try {
-        validate(c);
-      } catch (const InputError& e) {
-        throw e.in_file(path);
-      }
-      // After validate(): the index arrays the recipe is compared with are sound.
-      if (const std::string why = recipe_mismatch(c); !why.empty()) throw InputError(path, c.name, "recipe", why);
-    }
+    if (validate_cases) check_case(c, path);
     if (only_case.empty() || name == only_case) out.cases.push_back(std::move(c));
   }
   return out;

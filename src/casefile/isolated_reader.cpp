@@ -15,6 +15,7 @@
 #include <fstream>
 #include <new>
 
+#include "fd_write.h"
 #include "read_watchdog.h"
 
 namespace vattn {
@@ -45,14 +46,7 @@ class FrameWriter {
     bytes(v.data(), v.size() * sizeof(T));
   }
   void bytes(const void* p, size_t n) {
-    const char* c = static_cast<const char*>(p);
-    while (n > 0) {
-      const ssize_t w = ::write(fd_, c, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) ::_exit(3);  // the parent is gone
-      c += w;
-      n -= static_cast<size_t>(w);
-    }
+    if (!write_all(fd_, p, n)) ::_exit(3);  // the parent is gone
   }
 
  private:
@@ -111,13 +105,7 @@ void limit_child(uint64_t memory_bytes) {
     const CaseFileCursor cursor(path);
     std::vector<std::string> names = cursor.names();
     if (!only_case.empty()) {
-      if (std::find(names.begin(), names.end(), only_case) == names.end()) {
-        std::string known;  // name the cases there are, the first few of them
-        for (size_t i = 0; i < names.size() && i < 8; ++i) known += (i ? ", " : "") + names[i];
-        if (names.size() > 8) known += ", ... (" + std::to_string(names.size()) + " in all)";
-        throw InputError(path, only_case, "",
-                         "no such case under /cases (" + (names.empty() ? std::string("the file has no cases") : "cases: " + known) + ")");
-      }
+      require_case(names, only_case, path);
       names = {only_case};
     }
     if (timeout_s > 0) {  // CPU time: a backstop under the parent's per-case wall-clock deadline
@@ -210,10 +198,7 @@ bool IsolatedCaseReader::read_exact(void* buf, size_t n) {
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
       ::kill(child_, SIGKILL);
-      throw InputError(path_, reading_, "",
-                       "the HDF5 library did not return within " + std::to_string(timeout_s_) +
-                           " s while reading it (a corrupt file can make it loop; a large file on slow storage may "
-                           "just need longer: set " + kReadTimeoutVariable + "=SECONDS to allow more, 0 to wait without limit)");
+      throw InputError(path_, reading_, "", hdf5_timeout_reason(timeout_s_));
     }
     const ssize_t r = ::read(fd_, c, n);
     if (r < 0 && errno == EINTR) continue;
@@ -235,8 +220,7 @@ void IsolatedCaseReader::child_ended() {
   if (r > 0 && WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     if (sig == SIGSEGV || sig == SIGBUS) {
-      why = std::string("the HDF5 library crashed (") + (sig == SIGSEGV ? "SIGSEGV" : "SIGBUS") +
-            ") while reading it: the file is corrupt";
+      why = hdf5_crash_reason(sig == SIGSEGV ? "SIGSEGV" : "SIGBUS");
     } else if (sig == SIGXCPU) {
       why = std::string("reading it used more CPU time than ") + kReadTimeoutVariable +
             " allows (its seconds per case): the file is corrupt or too large";
@@ -265,17 +249,14 @@ std::string IsolatedCaseReader::read_string() {
   return s;
 }
 
-namespace {
-
-template <class T, class Reader>
-void read_vec(Reader& r, std::vector<T>& v, uint64_t limit) {
-  const uint64_t n = r.u64();
-  if (n > limit / sizeof(T)) r.fail("its reader sent an array of " + std::to_string(n) + " elements, over the memory limit");
+template <class T>
+void IsolatedCaseReader::read_vec(std::vector<T>& v) {
+  const uint64_t n = read_u64();
+  if (n > case_memory_limit() / sizeof(T))
+    throw InputError(path_, reading_, "", "its reader sent an array of " + std::to_string(n) + " elements, over the memory limit");
   v.resize(n);
-  r.bytes(v.data(), n * sizeof(T));
+  if (n > 0 && !read_exact(v.data(), n * sizeof(T))) child_ended();
 }
-
-}  // namespace
 
 void IsolatedCaseReader::read_header_frame() {
   if (have_header_) return;
@@ -314,15 +295,6 @@ size_t IsolatedCaseReader::case_count() {
 bool IsolatedCaseReader::next(Case& out) {
   read_header_frame();
   if (done_) return false;
-  // Adapts this reader to read_vec (which needs u64, bytes and fail).
-  struct Pipe {
-    IsolatedCaseReader& r;
-    uint64_t u64() { return r.read_u64(); }
-    void bytes(void* p, size_t n) {
-      if (n > 0 && !r.read_exact(p, n)) r.child_ended();
-    }
-    [[noreturn]] void fail(const std::string& why) { throw InputError(r.path_, r.reading_, "", why); }
-  } pipe{*this};
   for (;;) {
     char tag = 0;
     if (!read_exact(&tag, 1)) child_ended();
@@ -344,7 +316,6 @@ bool IsolatedCaseReader::next(Case& out) {
       continue;
     }
     if (tag != kCase) throw InputError(path_, reading_, "", "its reader sent an unexpected frame");
-    const uint64_t limit = case_memory_limit();
     Case c;
     c.name = read_string();
     c.recipe = read_string();
@@ -352,31 +323,31 @@ bool IsolatedCaseReader::next(Case& out) {
     c.d_qk = static_cast<int>(read_u64());
     c.d_v = static_cast<int>(read_u64());
     if (!read_exact(&c.sm_scale, sizeof c.sm_scale)) child_ended();
-    read_vec(pipe, c.q, limit);
-    read_vec(pipe, c.kv_pool, limit);
-    read_vec(pipe, c.kv_indices, limit);
-    read_vec(pipe, c.kv_indptr, limit);
-    read_vec(pipe, c.kv_slot_ids, limit);
-    read_vec(pipe, c.kv_draft, limit);
-    read_vec(pipe, c.qo_indptr, limit);
-    read_vec(pipe, c.draft_mask, limit);
-    read_vec(pipe, c.draft_mask_indptr, limit);
-    read_vec(pipe, c.draft_parent, limit);
+    read_vec(c.q);
+    read_vec(c.kv_pool);
+    read_vec(c.kv_indices);
+    read_vec(c.kv_indptr);
+    read_vec(c.kv_slot_ids);
+    read_vec(c.kv_draft);
+    read_vec(c.qo_indptr);
+    read_vec(c.draft_mask);
+    read_vec(c.draft_mask_indptr);
+    read_vec(c.draft_parent);
     const uint64_t nattr = read_u64();
-    if (nattr > 64) pipe.fail("its reader sent " + std::to_string(nattr) + " case attributes");
+    if (nattr > 64) throw InputError(path_, reading_, "", "its reader sent " + std::to_string(nattr) + " case attributes");
     for (uint64_t i = 0; i < nattr; ++i) {
       const std::string k = read_string();
       c.int_attrs[k] = static_cast<int64_t>(read_u64());
     }
     const uint64_t nout = read_u64();
-    if (nout > 4096) pipe.fail("its reader sent " + std::to_string(nout) + " outputs");
+    if (nout > 4096) throw InputError(path_, reading_, "", "its reader sent " + std::to_string(nout) + " outputs");
     for (uint64_t i = 0; i < nout; ++i) {
       StoredOutput o;
       o.producer = read_string();
       o.description = read_string();
-      read_vec(pipe, o.out, limit);
+      read_vec(o.out);
       o.out_is_bf16 = read_u64() != 0;
-      read_vec(pipe, o.lse, limit);
+      read_vec(o.lse);
       c.outputs.push_back(std::move(o));
     }
     // Checked again on this side: what crossed the pipe came from a process that read an

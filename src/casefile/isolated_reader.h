@@ -41,6 +41,9 @@ class IsolatedCaseReader {
   bool read_exact(void* buf, size_t n);
   uint64_t read_u64();
   std::string read_string();
+  // An array of the frame, its length held to the case memory limit.
+  template <class T>
+  void read_vec(std::vector<T>& v);
 
   std::string path_;
   pid_t child_ = -1;

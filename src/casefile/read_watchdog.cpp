@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "read_watchdog.h"
 
+#include "fd_write.h"
+
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -30,15 +32,7 @@ std::string& program_label() {
 // The expiry path: a plain thread could do more, but the reading thread is stuck at an unknown
 // point inside HDF5 (possibly holding locks of the C library), so only write(2) and _exit(2).
 [[noreturn]] void expire(std::string_view message) {
-  const char* p = message.data();
-  size_t left = message.size();
-  while (left > 0) {
-    const ssize_t n = ::write(STDERR_FILENO, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
+  write_all(STDERR_FILENO, message.data(), message.size());
   ::_exit(kExitUnusableInput);
 }
 
@@ -102,6 +96,16 @@ extern "C" void on_read_crash(int sig) {
 }  // namespace
 
 void set_read_watchdog_label(const std::string& label) { program_label() = label; }
+
+std::string hdf5_crash_reason(const char* signal_name) {
+  return std::string("the HDF5 library crashed (") + signal_name + ") while reading it: the file is corrupt";
+}
+
+std::string hdf5_timeout_reason(long seconds) {
+  return "the HDF5 library did not return within " + std::to_string(seconds) +
+         " s while reading it (a corrupt file can make it loop; a large file on slow storage may just need longer: set " +
+         kReadTimeoutVariable + "=SECONDS to allow more, 0 to wait without limit)";
+}
 
 long read_timeout_from_environment() {
   try {
@@ -169,14 +173,9 @@ ReadWatchdog::ReadWatchdog(const std::string& path) {
     std::exit(kExitUnusableInput);
   }
   std::fflush(stdout);
-  const std::string head = program_label() + ": " + path + ": the HDF5 library ";
-  const std::string crashed = ") while reading it: the file is corrupt\n";
-  messages_ = map_messages(head + "crashed (SIGSEGV" + crashed, head + "crashed (SIGBUS" + crashed,
-                           head + "did not return within " + std::to_string(seconds) +
-                               " s while reading it (a corrupt file can make it loop; a large file on slow storage "
-                               "may just need longer: set " + kReadTimeoutVariable +
-                               "=SECONDS to allow more, 0 to wait without limit)\n",
-                           &messages_size_);
+  const std::string head = program_label() + ": " + path + ": ";
+  messages_ = map_messages(head + hdf5_crash_reason("SIGSEGV") + "\n", head + hdf5_crash_reason("SIGBUS") + "\n",
+                           head + hdf5_timeout_reason(seconds) + "\n", &messages_size_);
   arm_crash_guard();
   if (seconds == 0) return;
   timeout_ = std::chrono::seconds(seconds);

@@ -47,6 +47,10 @@ long parse_read_timeout(const char* text);
 // VATTN_READ_TIMEOUT parsed as above; the std::invalid_argument names the variable. Commands
 // call it right after their options, so a bad value is a usage error before any work.
 long read_timeout_from_environment();
+// What both readers (this watchdog, isolated_reader.h) say after "FILE: " when libhdf5 fails a
+// read: a crash on signal `signal_name` ("SIGSEGV"), or no return within `seconds`.
+std::string hdf5_crash_reason(const char* signal_name);
+std::string hdf5_timeout_reason(long seconds);
 // The start of the expiry message, e.g. "vattn info" (main sets it; default "vattn").
 void set_read_watchdog_label(const std::string& label);
 

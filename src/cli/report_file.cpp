@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "fd_write.h"
 #include "write_target.h"
 
 namespace vattn::cli {
@@ -65,16 +66,7 @@ StdoutForReport::~StdoutForReport() {
 
 bool StdoutForReport::write(const std::string& text) {
   std::fflush(stdout);
-  const char* p = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    const ssize_t n = ::write(saved_, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  return true;
+  return write_all(saved_, text.data(), text.size());
 }
 
 }  // namespace vattn::cli
