@@ -164,6 +164,7 @@ class Supervisor {
   std::optional<int64_t> next_index();
   int64_t planned_cases() const;  // indices of this shard below --cases (-1: no --cases)
   bool finished() const;
+  bool investigations_done() const;  // no finding being confirmed, shrunk or waiting for it
   // output
   void progress_line(bool force);
   void say(const std::string& line);  // a line above the progress line (terminal only)
@@ -673,7 +674,8 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
         if (other->ready && other->proc.command_fd() >= 0)
           send_message(other->proc.command_fd(), {{"op", "known"}, {"sig", finding->signature}});
       journal_.append({{"t", "finding"}, {"id", finding->id}, {"sig", finding->signature}, {"dir", finding->dir},
-                       {"recipe", f.recipe}, {"first", v.to_json()}});
+                       {"recipe", f.recipe}, {"first", v.to_json()}, {"run", run_number_},
+                       {"elapsed_s", std::round(since(t0_) * 10) / 10}});
       say("FINDING " + finding->id + " " + printable(finding->signature) + " on case " + std::to_string(f.index) + " (" +
           s.label + "): " + printable(f.recipe) + (v.detail.empty() ? "" : "\n    " + printable(v.detail)) + "\n    -> " +
           finding->dir);
@@ -760,12 +762,16 @@ void Supervisor::finish_investigation(Slot& s) {
   if (takes_worker_down(f.first.verdict)) s.proc.kill_group();
 }
 
-bool Supervisor::finished() const {
-  // Only this shard's indices below --cases are ever dispatched, so the count says it.
-  if (opt_.cases < 0 || static_cast<int64_t>(done_.size()) < planned_cases()) return false;
+bool Supervisor::investigations_done() const {
   for (const auto& s : slots_)
     if (s->inv) return false;
   return waiting_.empty();
+}
+
+bool Supervisor::finished() const {
+  // Only this shard's indices below --cases are ever dispatched, so the count says it.
+  if (opt_.cases < 0 || static_cast<int64_t>(done_.size()) < planned_cases()) return false;
+  return investigations_done();
 }
 
 void Supervisor::say(const std::string& line) {
@@ -931,6 +937,12 @@ int Supervisor::run() {
     if (!stopping_ && opt_.hours >= 0 && since(t0_) >= opt_.hours * 3600) {
       stopping_ = true;
       stop_reason_ = "time is up";
+      stop_at = Clock::now();
+    }
+    if (!stopping_ && opt_.stop_after_findings > 0 && new_findings_ >= opt_.stop_after_findings && investigations_done()) {
+      stopping_ = true;
+      stop_reason_ = std::to_string(new_findings_) + (new_findings_ == 1 ? " finding" : " findings") +
+                     " (--stop-after-findings " + std::to_string(opt_.stop_after_findings) + ")";
       stop_at = Clock::now();
     }
     if (!stopping_ && finished()) {

@@ -33,6 +33,7 @@ struct CampaignOptions {
   double heartbeat_timeout = 20; // a worker silent this long is stuck
   double startup_timeout = 120;  // a worker must be ready within this
   int max_shrink_runs = 400;
+  int stop_after_findings = 0;   // stop once this many new findings of this run are investigated (0: never)
   double max_shrink_seconds = 900;
   bool progress = false;         // live progress line (on a terminal)
   bool report = true;            // write DIR/report.html at the end (campaign/report_runner.h)

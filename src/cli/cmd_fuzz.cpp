@@ -81,6 +81,7 @@ int cmd_fuzz(int argc, char** argv) {
       .option("heartbeat-timeout", "SECONDS", "a worker silent this long is taken as hung", "20")
       .option("max-shrink-runs", "N", "runs spent shrinking one finding", "400")
       .option("max-shrink-seconds", "SECONDS", "time spent shrinking one finding", "900")
+      .option("stop-after-findings", "N", "stop once N new findings are confirmed and shrunk (e.g. 1: is it broken at all?)")
       .flag("no-report", "do not write DIR/report.html at the end (vattn report DIR makes it later)")
       .option("recipe", "LINE", "run only this case, in a fresh worker, and print its verdict (re-runs a finding)")
       .option("repro", "FILE", "with --recipe: write the repro here when it fails")
@@ -132,6 +133,7 @@ int cmd_fuzz(int argc, char** argv) {
     if (!(o.case_timeout > 0) || !(o.heartbeat_timeout > 0)) throw UsageError("timeouts must be > 0 seconds");
     o.max_shrink_runs = static_cast<int>(args.get_int("max-shrink-runs", 400, 0, 1000000));
     o.max_shrink_seconds = args.get_double("max-shrink-seconds", 900);
+    if (args.has("stop-after-findings")) o.stop_after_findings = static_cast<int>(args.get_int("stop-after-findings", 0, 1, 1000000));
     recipe = args.get("recipe");
     repro = args.get("repro");
     if (!repro.empty() && recipe.empty()) throw UsageError("--repro goes with --recipe");

@@ -14,6 +14,8 @@
 #   duplicates  host:faulty:wrong@H=8 (a third of the cases), two workers: one finding whose count
 #               equals the journal's case lines that carry its id, and is > 1
 #   clean       host:bf16-reference: exit 0, no findings, every case line "pass", summary.json
+#   stop        host:faulty:wrong@H=3, --cases 100000 --stop-after-findings 1: the campaign stops
+#               once its finding is confirmed and shrunk (exit 1), long before the 100000 cases
 #   usage       bad targets, rules, options and recipes, a GPU revision with no GPU: exit 2, saying why
 #   output      not on a terminal: only the summary (no \r, no escape, no FINDING line, stderr
 #               empty); on a pseudo-terminal: a progress line with "cases" and FINDING lines
@@ -125,6 +127,16 @@ duplicates)
     grep -q "\"g\":\"$w\"" "$d/journal.jsonl" && echo "ok: $w ran cases" || fail "worker $w ran no case"
   done
   ;;
+stop)
+  d=$tmp/campaign
+  fuzz stop --kernel host:faulty:wrong@H=3 "${small[@]}" --cases 100000 --seed 3 --stop-after-findings 1 --out "$d"
+  want_rc stop 1
+  has stop out "stopped: 1 finding (--stop-after-findings 1)"
+  check finding "$d" --class wrong --sig-is "wrong: vs oracle" --first-has H=3 --confirmed --shrunk "B=1 H=3 P=[0] T=[1]"
+  n=$(case_lines "$d")
+  if [ "$n" -ge 1 ] && [ "$n" -lt 20000 ]; then echo "ok: stopped after $n of 100000 cases"
+  else fail "stopped after $n of 100000 cases (expected far fewer)"; fi
+  ;;
 clean)
   d=$tmp/campaign
   fuzz clean --kernel host:bf16-reference "${small[@]}" --cases 40 --seed 5 --out "$d"
@@ -170,6 +182,8 @@ usage)
   unset CUDA_VISIBLE_DEVICES
   expect 2 recipe-no-T "field 'T': missing" -- --kernel host:bf16-reference --recipe "B=1 H=1 P=[0]"
   expect 2 recipe-bad-host "unknown host target 'host:nope'" -- --kernel host:nope --recipe "B=1 H=1 P=[0] T=[1]"
+  expect 2 stop-zero "--stop-after-findings: 0 is outside [1," -- --kernel host:bf16-reference --stop-after-findings 0 \
+    --cases 5 --out "$u/11"
   expect 2 repro-alone "--repro goes with --recipe" -- --kernel host:bf16-reference --repro "$u/r.h5" --out "$u/10"
   ;;
 output)
