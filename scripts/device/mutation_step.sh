@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# mutation_step.sh DIR SECONDS PARALLEL LIMIT   (on the GPU machine, from the repository root)
+# mutation_step.sh DIR SECONDS PARALLEL LIMIT [MAX_SECONDS]   (on the GPU machine, from the repository root)
 # One device call of the mutation run: builds the sampled mutants in DIR (made here with
-# `scripts/mutation/mutants.py generate`, carried along) on the machine's cores if not built yet,
-# then judges up to LIMIT candidates with `vattn fuzz` for SECONDS each, PARALLEL at a time, and
-# writes DIR/score.md. Copies mutants.json, score.json and score.md to $OUT, so the next call
-# can resume from them (carry DIR back).
+# `scripts/mutation/mutants.py generate`, carried along) on the machine's cores, or links again
+# the candidates a fresh machine lacks; then judges up to LIMIT candidates (0: all) with
+# `vattn fuzz` for SECONDS each, PARALLEL at a time, starting none that could end past
+# MAX_SECONDS of judging, and writes DIR/score.md. Copies mutants.json, score.json and score.md
+# to $OUT: put that mutants.json back into DIR and the next call resumes where this one stopped.
 set -euo pipefail
-dir=$1 seconds=${2:-60} parallel=${3:-4} limit=${4:-20}
+dir=$1 seconds=${2:-60} parallel=${3:-4} limit=${4:-20} max_seconds=${5:-0}
 vattn=${VATTN_BINARY_DIR:-$PWD/.device/build}/vattn
 py=scripts/mutation/mutants.py
-if python3 -c 'import json,sys; sys.exit(0 if any(m["status"] == "generated" for m in json.load(open(sys.argv[1]))["mutants"]) else 1)' "$dir/mutants.json"; then
-  python3 "$py" build --out "$dir" -j "$(nproc)"
-fi
-python3 "$py" run --out "$dir" --vattn "$vattn" --seconds "$seconds" --parallel "$parallel" --limit "$limit"
+python3 "$py" build --out "$dir" -j "$(nproc)"
+python3 "$py" run --out "$dir" --vattn "$vattn" --seconds "$seconds" --parallel "$parallel" --limit "$limit" \
+  --max-seconds "$max_seconds"
 if [ -n "${OUT:-}" ]; then cp "$dir"/mutants.json "$dir"/score.json "$dir"/score.md "$OUT"/; fi
 # SPDX-License-Identifier: Apache-2.0

@@ -8,19 +8,24 @@ statements (barriers and waits included), changed shifts and masks. This script 
   generate  mutate every source of kernels/ (universalmutator, --noCheck), keep a seeded sample
   build     compile each mutant (nvcc, sm_90a, the revision library's flags, in parallel): a mutant
             that does not compile is stillborn; one whose device code (the cubin) and host code
-            (the disassembly) equal the original's is equivalent by construction; one equal to an
-            earlier mutant is a duplicate. The rest are linked into revision libraries.
-  run       `vattn fuzz --kernel mutant.so` for a fixed time per mutant (on a GPU machine; several
-            at once with --parallel); a crash, hang or wrong answer kills it. Resumable: mutants
-            already judged are skipped, so the full run can be split across device calls.
+            (its disassembly and constants, the front end's per-compile namespace hash masked)
+            equal the original's is equivalent by construction; one equal to an earlier mutant is
+            a duplicate. The rest are linked into revision libraries (on a fresh machine, build
+            links again the candidates whose library is missing).
+  run       `vattn fuzz --kernel mutant.so --stop-after-findings 1` for a fixed time per mutant
+            (on a GPU machine; several at once with --parallel); a crash, hang or wrong answer
+            kills it. Resumable: mutants already judged are skipped, so the full run can be split
+            across device calls (--limit, --max-seconds).
   report    the mutation score (killed / judged non-equivalent mutants), time to kill, the check
-            that killed each, and every survivor with its diff: DIR/score.json and DIR/score.md.
+            that killed each, and every survivor with its diff and its verdict from
+            scripts/mutation/verdicts.json (a survivor shown equivalent leaves the denominator):
+            DIR/score.json and DIR/score.md.
 
 usage:
   mutants.py generate --out DIR [--sample N] [--seed S] [--mutate PATH]
   mutants.py build --out DIR [-j N] [--nvcc PATH]
-  mutants.py run --out DIR --vattn PATH [--seconds 60] [--parallel K] [--limit N]
-  mutants.py report --out DIR
+  mutants.py run --out DIR --vattn PATH [--seconds 60] [--parallel K] [--limit N] [--max-seconds S]
+  mutants.py report --out DIR [--verdicts FILE]
 Every step reads and writes DIR/mutants.json (one record per mutant, its status and evidence).
 """
 
@@ -47,6 +52,9 @@ SOURCES = ["split_revision.cu", "split_partial.cuh", "split_tile.cuh", "split_re
 FLAGS = ["-O3", "-DNDEBUG", "-DVATTN_EXPORT_GET_REVISION", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
          "-gencode=arch=compute_90a,code=sm_90a", "--expt-relaxed-constexpr", "-std=c++17"]
 SCHEMA = "vattn-mutants"
+# Host sections whose bytes are constants the code reads (the device code is the cubin).
+HOST_DATA_SECTIONS = [".rodata", ".rodata.str1.1", ".rodata.str1.8", ".rodata.cst4", ".rodata.cst8", ".rodata.cst16",
+                      ".data", ".data.rel.ro.local"]
 
 
 def die(msg):
@@ -133,8 +141,14 @@ def compile_tree(nvcc, tree, work):
     h = hashlib.sha256()
     with open(cubin, "rb") as f:
         h.update(f.read())  # the device code: nvcc writes the same cubin for the same source
+    # The host code and its constants. The first lines name the file; the front end names the
+    # anonymous namespace after a per-compile hash (_GLOBAL__N__<hex>_), which is not code.
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", obj], capture_output=True, text=True).stdout
-    h.update("\n".join(dis.splitlines()[2:]).encode())  # the host code (the first lines name the file)
+    dis = re.sub(r"_GLOBAL__N__[0-9a-f]+_", "_GLOBAL__N__X_", "\n".join(dis.splitlines()[2:]))
+    data = subprocess.run(["objdump", "-s"] + [f"-j{s}" for s in HOST_DATA_SECTIONS] + [obj], capture_output=True,
+                          text=True).stdout
+    h.update(dis.encode())
+    h.update("\n".join(data.splitlines()[2:]).encode())
     return True, h.hexdigest(), obj
 
 
@@ -165,16 +179,25 @@ def cmd_build(a):
         d["original_key"] = res["key"]
         save(a.out, d)
     todo = [r for r in d["mutants"] if r["status"] == "generated"]
+    # A candidate not judged yet whose library is gone (a fresh GPU machine) is linked again.
+    relink = [r for r in d["mutants"] if r["status"] == "candidate" and not os.path.exists(os.path.join(a.out, r["so"]))]
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        futures = {pool.submit(build_one, nvcc, a.out, r): r for r in todo}
+        futures = {pool.submit(build_one, nvcc, a.out, r): r for r in todo + relink}
         for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
-            futures[fut].update(fut.result())
+            r, res = futures[fut], fut.result()
+            if r["status"] == "candidate":
+                if res["status"] != "compiled" or res["key"] != r["key"]:
+                    die(f"{r['id']}: built again it is not the candidate it was ({res.get('error') or 'other code'})")
+                continue
+            r.update(res)
             if n % 20 == 0 or n == len(todo):
-                print(f"build: {n}/{len(todo)} ({time.time() - t0:.0f} s)", flush=True)
+                print(f"build: {n}/{len(todo) + len(relink)} ({time.time() - t0:.0f} s)", flush=True)
                 save(a.out, d)
     seen = {d["original_key"]: "original"}
     for r in sorted(d["mutants"], key=lambda r: r["id"]):  # the first of equal mutants stands for them
+        if r["status"] in ("candidate", "killed", "survived", "unjudged"):
+            seen.setdefault(r["key"], r["id"])
         if r["status"] != "compiled":
             continue
         if r["key"] in seen:
@@ -191,12 +214,14 @@ def cmd_build(a):
     print("build: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
 
 
-def judge(vattn, out, r, seconds):
+def judge(vattn, out, r, seconds, threads):
     camp = os.path.join(out, "campaigns", r["id"])
     shutil.rmtree(camp, ignore_errors=True)
     t0 = time.time()
+    # The first confirmed finding kills the mutant: the campaign stops there (no shrinking).
     p = subprocess.run([vattn, "fuzz", "--kernel", os.path.join(out, r["so"]), "--hours", f"{seconds / 3600:.6f}",
-                        "--out", camp, "--no-report", "--max-shrink-runs", "0"],
+                        "--out", camp, "--no-report", "--max-shrink-runs", "0", "--stop-after-findings", "1",
+                        "--threads", str(threads)],
                        capture_output=True, text=True, timeout=seconds + 600)
     res = {"fuzz_exit": p.returncode, "fuzz_seconds": round(time.time() - t0, 1)}
     try:
@@ -216,16 +241,13 @@ def judge(vattn, out, r, seconds):
 
 
 def time_of_case(camp, index):
-    """Seconds into the campaign of the verdict of case `index` (to the journal's 5-s ticks)."""
-    elapsed = 0.0
+    """Seconds into the campaign at which case `index` was raised as a finding (its journal line)."""
     try:
         with open(os.path.join(camp, "journal.jsonl")) as f:
             for line in f:
                 j = json.loads(line)
-                if j.get("t") in ("tick", "end"):
-                    elapsed = j.get("elapsed_s", elapsed)
-                if j.get("t") == "case" and j.get("i") == index:
-                    return elapsed + 5.0
+                if j.get("t") == "finding" and j.get("first", {}).get("index") == index:
+                    return j.get("elapsed_s")
     except (OSError, json.JSONDecodeError):
         pass
     return None
@@ -234,26 +256,75 @@ def time_of_case(camp, index):
 def cmd_run(a):
     d = load(a.out)
     todo = [r for r in d["mutants"] if r["status"] == "candidate"][: a.limit or None]
-    print(f"run: {len(todo)} mutants to judge, {a.seconds} s each, {a.parallel} at a time", flush=True)
+    # Each campaign's worker gets an equal share of the cores for generation and CPU oracles.
+    threads = max(1, (os.cpu_count() or 2) // a.parallel - 1)
+    print(f"run: {len(todo)} mutants to judge, {a.seconds} s each, {a.parallel} at a time, {threads} threads each",
+          flush=True)
     with concurrent.futures.ThreadPoolExecutor(max_workers=a.parallel) as pool:
-        futures = {pool.submit(judge, a.vattn, a.out, r, a.seconds): r for r in todo}
+        deadline = time.time() + a.max_seconds if a.max_seconds else None
+
+        def judge_in_time(r):  # past --max-seconds no new mutant starts: it stays for the next call
+            if deadline is not None and time.time() + a.seconds > deadline:
+                return {}
+            return judge(a.vattn, a.out, r, a.seconds, threads)
+
+        futures = {pool.submit(judge_in_time, r): r for r in todo}
         for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
             r = futures[fut]
-            r.update(fut.result())
+            res = fut.result()
+            if not res:
+                continue
+            r.update(res)
             save(a.out, d)
             print(f"run: {n}/{len(todo)} {r['id']} ({r['file']}): {r['status']}"
                   + (f" by {r['killed_by']}" if r.get("killed_by") else ""), flush=True)
     cmd_report(a)
 
 
+def change_of(diff):
+    """The mutant's change as its removed and added lines (hunk positions left out, so a verdict
+    still matches after unrelated edits move the line)."""
+    minus = [l[1:].strip() for l in diff.splitlines() if l.startswith("-") and not l.startswith("---")]
+    plus = [l[1:].strip() for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++")]
+    return {"-": "\n".join(minus), "+": "\n".join(plus)}
+
+
+def load_verdicts(path):
+    """scripts/mutation/verdicts.json: survivors' verdicts, kept in the repo, keyed by file and change."""
+    try:
+        with open(path) as f:
+            v = json.load(f)
+    except FileNotFoundError:
+        return {}
+    except json.JSONDecodeError as e:
+        die(f"{path}: not JSON ({e})")
+    if v.get("schema") != "vattn-mutant-verdicts" or v.get("version") != 1:
+        die(f"{path}: not a vattn-mutant-verdicts version 1 file")
+    out = {}
+    for i, e in enumerate(v.get("verdicts", [])):
+        if e.get("verdict") not in ("equivalent", "killed-by-new-check") or not e.get("why") or "file" not in e:
+            die(f"{path}: verdict {i}: needs file, change, verdict (equivalent | killed-by-new-check) and why")
+        out[(e["file"], e["change"]["-"], e["change"]["+"])] = e
+    return out
+
+
 def cmd_report(a):
     d = load(a.out)
     ms = d["mutants"]
+    verdicts = load_verdicts(a.verdicts)
     by = {}
     for r in ms:
         by.setdefault(r["status"], []).append(r)
     killed, survived = by.get("killed", []), by.get("survived", [])
-    judged = len(killed) + len(survived)
+    for r in survived:
+        c = change_of(r["diff"])
+        e = verdicts.get((r["file"], c["-"], c["+"]))
+        r["verdict"] = e["verdict"] if e else "open"
+        r["why"] = e["why"] if e else ""
+    # A survivor shown equivalent is not a mutant the suite could kill: it leaves the denominator.
+    # One whose verdict names a new check that kills it, yet survived, stays in (and is flagged).
+    equivalent = [r for r in survived if r["verdict"] == "equivalent"]
+    judged = len(killed) + len(survived) - len(equivalent)
     score = len(killed) / judged if judged else None
     kill_times = sorted(r["time_to_kill_s"] for r in killed if r.get("time_to_kill_s") is not None)
     checks = {}
@@ -261,10 +332,14 @@ def cmd_report(a):
         checks[r["killed_by"]] = checks.get(r["killed_by"], 0) + 1
     rep = {"schema": "vattn-mutation-score", "version": 1, "generated": d.get("generated"), "sampled": len(ms),
            "counts": {k: len(v) for k, v in by.items()}, "judged": judged, "killed": len(killed),
+           "survivors_equivalent": len(equivalent),
            "score": score, "median_time_to_kill_s": kill_times[len(kill_times) // 2] if kill_times else None,
            "killed_by": checks,
+           "judged_mutants": [{"id": r["id"], "file": r["file"], "status": r["status"], "killed_by": r.get("killed_by"),
+                               "time_to_kill_s": r.get("time_to_kill_s"), "fuzz_seconds": r.get("fuzz_seconds"),
+                               "cases": r.get("cases")} for r in sorted(killed + survived, key=lambda r: r["id"])],
            "survivors": [{"id": r["id"], "file": r["file"], "cases": r.get("cases"), "diff": r["diff"],
-                          "verdict": r.get("verdict", "open")} for r in survived]}
+                          "verdict": r["verdict"], "why": r["why"]} for r in survived]}
     with open(os.path.join(a.out, "score.json"), "w") as f:
         json.dump(rep, f, indent=1)
     lines = ["# Mutation score of kernels/", "",
@@ -272,16 +347,35 @@ def cmd_report(a):
              "| status | mutants |", "|---|---|"]
     lines += [f"| {k} | {len(v)} |" for k, v in sorted(by.items())]
     lines += ["", f"**Score: {len(killed)} killed of {judged} judged non-equivalent mutants"
-              + (f" = {100 * score:.1f}%**" if score is not None else " (none judged yet)**"), ""]
+              + (f" = {100 * score:.1f}%**" if score is not None else " (none judged yet)**")
+              + (f" ({len(equivalent)} survivors shown equivalent left out: scripts/mutation/verdicts.json)"
+                 if equivalent else ""), ""]
+    still = [r for r in survived if r["verdict"] == "killed-by-new-check"]
+    if still:
+        lines += [f"**{len(still)} survivor(s) whose verdict says a new check kills them survived: "
+                  + ", ".join(r["id"] for r in still) + "**", ""]
+    if [r for r in survived if r["verdict"] == "open"]:
+        lines += ["Survivors without a verdict: " + ", ".join(r["id"] for r in survived if r["verdict"] == "open"), ""]
     if kill_times:
         lines.append(f"Time to kill: median {rep['median_time_to_kill_s']:.0f} s, max {kill_times[-1]:.0f} s.")
     if checks:
         lines += ["", "| killed by | mutants |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(checks.items())]
+    if killed or survived:
+        lines += ["", "## Every judged mutant", "",
+                  "time to kill: from the campaign's start to its first finding (journal); wall: the whole "
+                  "`vattn fuzz` run (start, the failing case, its confirmation)", "",
+                  "| mutant | file | status | killed by | time to kill (s) | wall (s) | cases |", "|---|---|---|---|---|---|---|"]
+        for r in sorted(killed + survived, key=lambda r: r["id"]):
+            ttk = r.get("time_to_kill_s")
+            lines.append(f"| {r['id']} | {r['file']} | {r['status']} | {r.get('killed_by') or ''} | "
+                         f"{'' if ttk is None else f'{ttk:.0f}'} | {r.get('fuzz_seconds', '')} | {r.get('cases', '')} |")
     if survived:
         lines += ["", "## Survivors", ""]
         for r in survived:
-            lines += [f"### {r['id']} ({r['file']}, {r.get('cases')} cases), verdict: {r.get('verdict', 'open')}", "",
-                      "```diff", r["diff"].rstrip(), "```", ""]
+            lines += [f"### {r['id']} ({r['file']}, {r.get('cases')} cases), verdict: {r['verdict']}", ""]
+            if r["why"]:
+                lines += [r["why"], ""]
+            lines += ["```diff", r["diff"].rstrip(), "```", ""]
     with open(os.path.join(a.out, "score.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines[:12]))
@@ -307,9 +401,15 @@ def main():
     r.add_argument("--seconds", type=float, default=60)
     r.add_argument("--parallel", type=int, default=2)
     r.add_argument("--limit", type=int, default=0, help="judge at most N this call (resume with the next)")
+    r.add_argument("--max-seconds", type=float, default=0,
+                   help="start no mutant that could end after this many seconds of the run (0: no limit)")
     p = sub.add_parser("report", help="write score.json and score.md")
     p.add_argument("--out", required=True)
+    for q in (r, p):
+        q.add_argument("--verdicts", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "verdicts.json"),
+                       help="survivors' verdicts (default: scripts/mutation/verdicts.json)")
     a = ap.parse_args()
+    a.out = os.path.abspath(a.out)  # generate runs `mutate` inside DIR: a relative DIR would not resolve there
     {"generate": cmd_generate, "build": cmd_build, "run": cmd_run, "report": cmd_report}[a.step](a)
 
 
