@@ -4,18 +4,21 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
 #include <cuda_runtime.h>
 
 #include "bf16.h"
+#include "contract_check.h"
 #include "cuda_check.h"
 #include "device_case.h"
 #include "kernel_runner.h"
 #include "naive_runner.h"
 #include "partials_check.h"
 #include "revision.h"
+#include "staged_upload.h"
 #include "verify.h"
 
 namespace vattn::fuzz {
@@ -46,14 +49,34 @@ class GpuTarget : public Target {
   std::string name() const override { return rev_.name(); }
   json phase_seconds() const override {
     return {{"upload", upload_s_.load()}, {"naive oracle", oracle_s_.load()}, {"kernel runs", kernel_s_.load()},
-            {"fp32-partials runs", zero_s_.load()}};
+            {"fp32-partials runs", zero_s_.load()}, {"staged upload (pool threads)", staged_s_.load()}};
   }
   std::string device() const override { return device_; }
   bool device_variants() const override { return true; }
 
-  Check run(const Case& c, const Recipe& r) override {
+  // The inputs go up on the pool thread that generated the case, through a staging stream of
+  // its own, while the main thread runs other cases. A relocated pool (a few percent of cases,
+  // gigabytes each) is built on the main thread when it runs; so is anything prepare() failed at.
+  // VATTN_FUZZ_PLAIN_UPLOAD=1 uploads on the main thread as before (for A/B measurements).
+  std::shared_ptr<void> prepare(const Case& c, const Recipe& r) noexcept override {
+    static const bool plain = [] {
+      const char* e = std::getenv("VATTN_FUZZ_PLAIN_UPLOAD");
+      return e && *e && std::string(e) != "0";
+    }();
+    if (plain || r.slot_base > 0) return nullptr;
     try {
-      return run_on_device(c, r);
+      thread_local std::unique_ptr<StagedUpload> up;
+      Phase p(staged_s_);
+      if (!up) up = std::make_unique<StagedUpload>();
+      return std::make_shared<DeviceCase>(c, *up);
+    } catch (const std::exception&) {
+      return nullptr;  // e.g. out of device memory for now: run() uploads it the plain way
+    }
+  }
+
+  Check run(const Case& c, const Recipe& r, std::shared_ptr<void> prepared) override {
+    try {
+      return run_on_device(c, r, std::static_pointer_cast<DeviceCase>(std::move(prepared)));
     } catch (const CudaError& e) {
       // After an illegal address (or any launch failure) the context is dead: report and go.
       throw DeviceLost(std::string("CUDA error: ") + e.what());
@@ -111,10 +134,9 @@ class GpuTarget : public Target {
     return f;
   }
 
-  Check run_on_device(const Case& c, const Recipe& r) {
+  Check run_on_device(const Case& c, const Recipe& r, std::shared_ptr<DeviceCase> dc) {
     KernelRunner& runner = runner_for(c.num_heads);
-    std::shared_ptr<DeviceCase> dc;
-    {
+    if (!dc) {
       Phase p(upload_s_);
       dc = std::make_shared<DeviceCase>(c);
       if (r.slot_base > 0) dc->relocate_pool(r.slot_base);
@@ -125,6 +147,13 @@ class GpuTarget : public Target {
     if (gpu_oracle) {
       Phase p(oracle_s_);
       *naive = naive_gpu_reference(*dc);
+    }
+    // The argument-contract property (contract_check.h) on one case in eight: host-side calls
+    // that return at once, and one small download.
+    std::string contract;
+    if (!faulted && r.seed % 8 == 3) {
+      Phase p(kernel_s_);
+      contract = argument_contract_problem(runner, *dc);
     }
     const FaultPlan fault = faulted ? inject(*dc, c, r, runner.limits()) : FaultPlan{};
     std::shared_ptr<RunResult> res;
@@ -155,8 +184,10 @@ class GpuTarget : public Target {
       }
     }
     const std::string target = name();
-    return [&c, r, res, naive, gpu_oracle, fault, zero_out, zero_single, zero_ref, zero_abs, zero_splits,
-            target](const ReproRequest& repro) {
+    // The closure keeps the device case: it is freed on the pool thread that checks it
+    // (cudaFree waits for the device), not on the main thread.
+    return [&c, r, res, naive, gpu_oracle, fault, zero_out, zero_single, zero_ref, zero_abs, zero_splits, target,
+            dc, contract](const ReproRequest& repro) {
       Verdict v;
       Reference ref64, bf16;
       const Reference* ref = naive.get();
@@ -175,6 +206,10 @@ class GpuTarget : public Target {
         v.verdict = "refused";
         v.check = "run() status";
         v.detail = std::string("run() returned status ") + std::to_string(res->status) + " on valid input";
+      } else if (!contract.empty()) {
+        v.verdict = "wrong";
+        v.check = "argument contract";
+        v.detail = contract;
       } else if (!res->guard_violations.empty()) {
         v.verdict = "guard";
         v.check = "guard bands";
@@ -247,12 +282,17 @@ class GpuTarget : public Target {
   class Phase {
    public:
     explicit Phase(std::atomic<double>& total) : total_(total), t0_(std::chrono::steady_clock::now()) {}
-    ~Phase() { total_ = total_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+    ~Phase() {  // pool threads add to the same total: a compare-exchange loop, no lost seconds
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+      double seen = total_.load();
+      while (!total_.compare_exchange_weak(seen, seen + dt)) {
+      }
+    }
    private:
     std::atomic<double>& total_;
     std::chrono::steady_clock::time_point t0_;
   };
-  std::atomic<double> upload_s_{0}, oracle_s_{0}, kernel_s_{0}, zero_s_{0};
+  std::atomic<double> upload_s_{0}, oracle_s_{0}, kernel_s_{0}, zero_s_{0}, staged_s_{0};
   Revision rev_;
   GenBudget envelope_;
   std::string device_;

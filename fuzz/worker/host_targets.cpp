@@ -73,7 +73,7 @@ class HostReference : public Target {
   std::string device() const override { return "host"; }
   bool device_variants() const override { return false; }
 
-  Check run(const Case& c, const Recipe& r) override {
+  Check run(const Case& c, const Recipe& r, std::shared_ptr<void> /*prepared*/) override {
     std::string wrong;
     for (const auto& rule : rules_) {
       if (!rule.matches(r)) continue;

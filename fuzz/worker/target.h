@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a fuzz worker runs cases against: a kernel revision on a GPU, or a host target (the
 // bf16-emulating CPU reference, or a deliberately faulty one that tests of the supervisor use).
-// A target splits each case in two phases so a worker can overlap them:
+// A target splits each case in phases so a worker can overlap them:
+//   prepare()  on a pool thread, once the case is generated, before the worker says `start`:
+//              work that does not execute the code under test (the GPU target's uploads)
 //   run()      on the worker's main thread, one case at a time: everything that executes the
 //              code under test (and device-side oracles). A crash or hang here is the target's.
 //   the Check  it returns, on any pool thread: CPU oracles and comparisons; it yields the Verdict
@@ -42,8 +44,15 @@ class Target {
   virtual std::string device() const = 0;  // "host", or the GPU's name
   // Whether the stream may draw device-side variants (slot_base, fault) for this target.
   virtual bool device_variants() const = 0;
+  // Phase zero (see above): its result goes to run(); nullptr when there is nothing to prepare
+  // or it failed (run() then does the work itself). Must not throw.
+  virtual std::shared_ptr<void> prepare(const Case& c, const Recipe& r) noexcept {
+    (void)c;
+    (void)r;
+    return nullptr;
+  }
   // Phase one (see above). The returned Check completes the verdict; its index is set by the worker.
-  virtual Check run(const Case& c, const Recipe& r) = 0;
+  virtual Check run(const Case& c, const Recipe& r, std::shared_ptr<void> prepared) = 0;
   // Seconds spent so far in each phase of run() (e.g. upload, kernel, oracle), for the summary's
   // "where the time goes". Called from the heartbeat thread: implementations keep atomics.
   virtual json phase_seconds() const { return json::object(); }

@@ -104,6 +104,7 @@ struct Job {
   bool repro_only = false, force_repro = false;
   Recipe recipe;
   std::shared_ptr<Case> c;
+  std::shared_ptr<void> prepared;  // Target::prepare's result
   std::string generate_error;
 };
 
@@ -211,13 +212,14 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
         ready.expect_one_more();
         ++busy;
         pool.push(
-            [job, &ready] {
+            [job, &ready, t = target.get()] {
               try {
                 job->recipe = Recipe::parse(job->recipe_line);
                 job->c = std::make_shared<Case>(generate_case(job->recipe, "fuzz-" + std::to_string(job->index)));
               } catch (const std::exception& e) {
                 job->generate_error = e.what();
               }
+              if (job->c && !job->repro_only) job->prepared = t->prepare(*job->c, job->recipe);
               ready.put(job);
             },
             false);
@@ -252,7 +254,7 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
     const auto t0 = Clock::now();
     Check check;
     try {
-      check = target->run(*job->c, job->recipe);
+      check = target->run(*job->c, job->recipe, std::move(job->prepared));
     } catch (const DeviceLost& e) {
       report.send({{"ev", "crash"}, {"index", job->index}, {"what", std::string(e.what())}});
       ::_exit(70);  // the device context is gone: nothing more can run in this process

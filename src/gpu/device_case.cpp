@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "bf16.h"
+#include "staged_upload.h"
 
 namespace vattn {
 
@@ -25,32 +26,44 @@ std::vector<uint32_t> pack_mask_bits(const Case& c, std::vector<int64_t>& word_i
 }
 
 namespace {
-// Zero-length inputs still get a real (guarded) allocation so every pointer is valid.
+// Zero-length inputs still get a real (guarded) allocation so every pointer is valid. With a
+// StagedUpload the copy is queued on its stream; the caller waits for it (upload_all).
 template <class T>
-DeviceBuffer upload_nonempty(const std::string& name, const std::vector<T>& v) {
-  if (!v.empty()) return upload_vector(name, v);
-  std::vector<T> one(1, T{});
-  return upload_vector(name, one);
+DeviceBuffer upload_nonempty(const std::string& name, const std::vector<T>& v, StagedUpload* up) {
+  const std::vector<T> one(v.empty() ? 1 : 0, T{});
+  const std::vector<T>& src = v.empty() ? one : v;
+  if (!up) return upload_vector(name, src);
+  DeviceBuffer b(name, src.size() * sizeof(T));
+  up->copy(b.data(), src.data(), src.size() * sizeof(T));
+  return b;
 }
 }  // namespace
 
-DeviceCase::DeviceCase(const Case& c) : c_(&c), n_slots_(c.n_rows()) {
-  q = upload_nonempty("q", c.q);
-  kv_pool = upload_nonempty("kv_pool", c.kv_pool);
-  kv_indices = upload_nonempty("kv_indices", c.kv_indices);
-  kv_indptr = upload_nonempty("kv_indptr", c.kv_indptr);
-  kv_draft = upload_nonempty("kv_draft", c.kv_draft);
-  qo_indptr = upload_nonempty("qo_indptr", c.qo_indptr);
+DeviceCase::DeviceCase(const Case& c) : c_(&c), n_slots_(c.n_rows()) { upload_all(nullptr); }
+
+DeviceCase::DeviceCase(const Case& c, StagedUpload& up) : c_(&c), n_slots_(c.n_rows()) { upload_all(&up); }
+
+void DeviceCase::upload_all(StagedUpload* up) {
+  const Case& c = *c_;
+  q = upload_nonempty("q", c.q, up);
+  kv_pool = upload_nonempty("kv_pool", c.kv_pool, up);
+  kv_indices = upload_nonempty("kv_indices", c.kv_indices, up);
+  kv_indptr = upload_nonempty("kv_indptr", c.kv_indptr, up);
+  kv_draft = upload_nonempty("kv_draft", c.kv_draft, up);
+  qo_indptr = upload_nonempty("qo_indptr", c.qo_indptr, up);
   std::vector<int64_t> word_indptr;
   const auto bits = pack_mask_bits(c, word_indptr);
-  mask_bits = upload_nonempty("mask_bits", bits);
-  mask_word_indptr = upload_nonempty("mask_word_indptr", word_indptr);
-  mask_dense = upload_nonempty("draft_mask", c.draft_mask);
-  mask_indptr = upload_nonempty("draft_mask_indptr", c.draft_mask_indptr);
-  forced_splits = upload_nonempty("forced_splits", std::vector<int32_t>{0});
+  mask_bits = upload_nonempty("mask_bits", bits, up);
+  mask_word_indptr = upload_nonempty("mask_word_indptr", word_indptr, up);
+  mask_dense = upload_nonempty("draft_mask", c.draft_mask, up);
+  mask_indptr = upload_nonempty("draft_mask_indptr", c.draft_mask_indptr, up);
+  forced_splits = upload_nonempty("forced_splits", std::vector<int32_t>{0}, up);
   const size_t rows = static_cast<size_t>(c.n_q()) * static_cast<size_t>(c.num_heads);
   out = DeviceBuffer("out", rows * static_cast<size_t>(c.d_v) * sizeof(uint16_t));
   lse = DeviceBuffer("lse", rows * sizeof(float));
+  // The inputs are on the device before anyone reads this case. The guard bands were queued on
+  // the legacy stream (DeviceBuffer), ahead of every kernel that will use the buffers.
+  if (up) up->finish();
 }
 
 vattn_args DeviceCase::kernel_args() const {

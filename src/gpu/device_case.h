@@ -17,9 +17,14 @@ namespace vattn {
 // Packs M_b rows into 32-bit words (bit j%32 of word j/32); word_indptr gets [B+1] offsets.
 std::vector<uint32_t> pack_mask_bits(const Case& c, std::vector<int64_t>& word_indptr);
 
+class StagedUpload;
+
 class DeviceCase {
  public:
   explicit DeviceCase(const Case& c);
+  // The same, with the inputs copied through `up` (staged_upload.h): it does not wait for other
+  // threads' GPU work, and returns once the inputs are on the device.
+  DeviceCase(const Case& c, StagedUpload& up);
   const Case& host() const { return *c_; }
 
   vattn_args kernel_args() const;
@@ -41,6 +46,8 @@ class DeviceCase {
   DeviceBuffer out, lse;
 
  private:
+  void upload_all(StagedUpload* up);
+
   const Case* c_;
   int64_t n_slots_ = 0;
 };

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// vattn_gen_bench [CASES] [SEED]: what generating the campaign's cases costs on one core, the
+// share of a fuzz worker's pool threads that goes into making inputs (the summary's "pool
+// threads busy"). Draws the first CASES (default 300) cases of the large stream with device
+// variants, as a GPU campaign does, and prints seconds per case by size class and, for long
+// contexts, by value profile, with the pool bytes made per second.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "case_stream.h"
+
+int main(int argc, char** argv) {
+  using namespace vattn;
+  using namespace vattn::fuzz;
+  const long cases = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 300;
+  const long seed = argc > 2 ? std::strtol(argv[2], nullptr, 10) : 1;
+  if (argc > 3 || cases < 1 || seed < 0) {
+    std::fprintf(stderr, "usage: vattn_gen_bench [CASES >= 1] [SEED >= 0]\n");
+    return 2;
+  }
+  CaseStream stream(StreamConfig{static_cast<uint64_t>(seed), "large", true});
+  struct Tally {
+    long n = 0;
+    double s = 0, bytes = 0;
+  };
+  std::map<std::string, Tally> by_class, by_profile;
+  for (long i = 0; i < cases; ++i) {
+    const StreamCase sc = stream.at(i);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Case c = generate_case(sc.recipe, "bench");
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double bytes = 2.0 * static_cast<double>(c.kv_pool.size() + c.q.size() + c.kv_draft.size());
+    for (Tally* t : {&by_class[size_class(sc)], sc.long_context ? &by_profile[sc.recipe.profile] : nullptr}) {
+      if (!t) continue;
+      ++t->n;
+      t->s += dt;
+      t->bytes += bytes;
+    }
+  }
+  std::printf("generation, one core, %ld cases of the large stream (seed %ld):\n", cases, seed);
+  auto line = [](const std::string& name, const Tally& t) {
+    std::printf("  %-12s %5ld cases  %8.4f s/case  %7.1f MB/case  %6.0f MB/s\n", name.c_str(), t.n, t.s / t.n,
+                t.bytes / t.n / 1e6, t.bytes / t.s / 1e6);
+  };
+  for (const auto& [k, t] : by_class) line(k, t);
+  std::printf("long contexts by value profile:\n");
+  for (const auto& [k, t] : by_profile) line(k, t);
+  return 0;
+}
