@@ -29,10 +29,20 @@ fi
 out=$("$vattn" replay "${args[@]}" "${files[@]}" 2>&1)
 code=$?
 echo "$out"
-want="${#files[@]} passed, 0 failed"
+# A promoted file holds one case: its stored oracle output is one result, the kernel another.
+per_file=1
+[ "$mode" = gpu ] && per_file=2
+want="$(( ${#files[@]} * per_file )) passed, 0 failed"
 if [ $code -ne 0 ] || ! grep -qF "replay: $want" <<<"$out"; then
   echo "FAIL: vattn replay ${args[*]} of the corpus: exit $code, expected 0 and '$want'"
   exit 1
+fi
+if [ "$mode" = gpu ]; then
+  ran=$(grep -cE " kernel:split-v1 +PASS " <<<"$out")
+  if [ "$ran" -ne ${#files[@]} ]; then
+    echo "FAIL: the kernel passed $ran case(s), expected one per file (${#files[@]})"
+    exit 1
+  fi
 fi
 echo "ok: ${#files[@]} regression case(s) replayed ($mode)"
 # SPDX-License-Identifier: Apache-2.0
