@@ -41,15 +41,23 @@ case $1 in
       "$out/fuzz-v1-gpu-util.log"
     echo "fuzz v1: exit $code (0 expected)"; [ $code = 0 ] || rc=1 ;;
   planted)
-    for rev in plant_crash plant_hang plant_bf16_partials plant_drop_last_key; do
+    # The four campaigns run at once on the one GPU (a worker each, the cores shared out).
+    revs="plant_crash plant_hang plant_bf16_partials plant_drop_last_key"
+    threads=$(( $(nproc) / 4 - 1 )); [ $threads -ge 1 ] || threads=1
+    declare -A pid=() started=()
+    for rev in $revs; do
       lib="$b/revisions/libvattn_rev_$rev.so"
       [ -e "$lib" ] || { echo "fuzz planted: $lib missing (stage with -DVATTN_BUILD_PLANTED=ON)"; rc=1; continue; }
       rm -rf "$work/$rev"
-      start=$(date +%s)
+      started[$rev]=$(date +%s)
       "$b/vattn" fuzz --kernel "$lib" --cases "${VATTN_PLANTED_CASES:-300}" --seed 2 --case-timeout 5 \
-        --max-shrink-seconds 150 --out "$work/$rev" > "$out/fuzz-$rev.log" 2>&1
-      code=$?
-      echo "#### $rev: exit $code (1 expected), $(( $(date +%s) - start )) s"
+        --threads $threads --max-shrink-seconds "${VATTN_PLANTED_SHRINK_SECONDS:-150}" --out "$work/$rev" \
+        > "$out/fuzz-$rev.log" 2>&1 &
+      pid[$rev]=$!
+    done
+    for rev in "${!pid[@]}"; do
+      wait "${pid[$rev]}"; code=$?
+      echo "#### $rev: exit $code (1 expected), ended within $(( $(date +%s) - ${started[$rev]} )) s"
       grep -E "^  (this run|verdicts)|^    \[|shrunk:|vattn fuzz:" "$out/fuzz-$rev.log"
       [ $code = 1 ] || rc=1
       rerun_findings "$work/$rev"
