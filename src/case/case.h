@@ -43,7 +43,9 @@ struct StoredOutput {
   std::string description;
   std::vector<float> out;   // [n_q, H, d_v]; widened from bf16 when stored as bf16
   bool out_is_bf16 = true;  // how it was (or will be) stored on disk: false for kOracleProducer only
-  std::vector<float> lse;   // [n_q, H]
+  std::vector<float> lse;   // [n_q, H]; empty when the producer does not report it (lse_stored)
+  bool lse_stored = true;   // false: no lse dataset (a serving kernel without one, e.g. SGLang's Triton
+                            // extend kernel); oracle_fp64 always has it
 };
 
 struct Case {

@@ -254,8 +254,11 @@ void read_outputs(hid_t case_group, Case& c, int64_t n_q, const Where& where) {
     o.producer = producer;
     o.description = h5::read_string_attr(g.get(), "description", where.at(base));
     read_out(g.get(), base + "/out", c, n_q, o, where);
-    o.lse = read_array<float>(g.get(), "lse", base + "/lse", Elem::kFloat32, {{n_q, "n_q"}, {c.num_heads, "num_heads"}},
-                              where);
+    // lse is optional for a producer that does not report it (oracle_fp64 always stores it).
+    o.lse_stored = producer == kOracleProducer || h5::has_link(g.get(), "lse", where.at(base + "/lse"));
+    if (o.lse_stored)
+      o.lse = read_array<float>(g.get(), "lse", base + "/lse", Elem::kFloat32,
+                                {{n_q, "n_q"}, {c.num_heads, "num_heads"}}, where);
     c.outputs.push_back(std::move(o));
   }
 }

@@ -72,7 +72,11 @@ void check_output(const StoredOutput& o, int64_t n_q, int heads, int d_v, const 
     w.at(base + "out").write_error("has " + std::to_string(o.out.size()) + " elements, expected " +
                                    std::to_string(want_out) + " (n_q x num_heads x d_v)");
   }
-  if (o.lse.size() != want_lse) {
+  if (!o.lse_stored && o.producer == kOracleProducer)
+    w.at(base + "lse").write_error(std::string(kOracleProducer) + " always stores lse");
+  if (!o.lse_stored && !o.lse.empty())
+    w.at(base + "lse").write_error("has " + std::to_string(o.lse.size()) + " elements but is marked as not stored");
+  if (o.lse_stored && o.lse.size() != want_lse) {
     w.at(base + "lse").write_error("has " + std::to_string(o.lse.size()) + " elements, expected " +
                                    std::to_string(want_lse) + " (n_q x num_heads)");
   }
@@ -93,9 +97,12 @@ void write_output(hid_t outputs, const StoredOutput& o, int64_t n_q, int heads, 
                                        where.at(base + "/out"));
     if (ds.close() < 0) where.at(base + "/out").write_error_h5("cannot close the dataset");
   }
-  h5::Dataset lse = h5::write_dataset(g.get(), "lse", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, o.lse.data(),
-                                      {u(n_q), u(heads)}, where.at(base + "/lse"));
-  if (lse.close() < 0 || g.close() < 0) w.write_error_h5("cannot close the output group");
+  if (o.lse_stored) {
+    h5::Dataset lse = h5::write_dataset(g.get(), "lse", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, o.lse.data(),
+                                        {u(n_q), u(heads)}, where.at(base + "/lse"));
+    if (lse.close() < 0) w.write_error_h5("cannot close the lse dataset");
+  }
+  if (g.close() < 0) w.write_error_h5("cannot close the output group");
 }
 
 // Everything a case must satisfy before a byte is written.

@@ -81,7 +81,7 @@ void send_case(FrameWriter& w, const Case& c) {
     w.str(o.producer);
     w.str(o.description);
     w.vec(o.out);
-    w.u64(o.out_is_bf16 ? 1 : 0);
+    w.u64((o.out_is_bf16 ? 1 : 0) | (o.lse_stored ? 2 : 0));
     w.vec(o.lse);
   }
 }
@@ -346,7 +346,9 @@ bool IsolatedCaseReader::next(Case& out) {
       o.producer = read_string();
       o.description = read_string();
       read_vec(o.out);
-      o.out_is_bf16 = read_u64() != 0;
+      const uint64_t flags = read_u64();
+      o.out_is_bf16 = (flags & 1) != 0;
+      o.lse_stored = (flags & 2) != 0;
       read_vec(o.lse);
       c.outputs.push_back(std::move(o));
     }

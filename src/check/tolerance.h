@@ -60,6 +60,7 @@ struct CompareReport {
   ElementPos first_nonfinite_mismatch;
   double lse_max_err = 0, lse_worst_err_over_bound = 0;
   ElementPos lse_worst;
+  bool lse_checked = true;      // false: the producer stored no lse (out alone was held to the model)
   double score = 0;             // 1 - 2 sum(xy) / sum(x^2 + y^2)
   double rms_err = 0, rms_err_bf16_ref = 0, ratio_vs_bf16_ref = 0;
 

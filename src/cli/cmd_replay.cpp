@@ -249,7 +249,7 @@ class Replayer {
     const std::string shown = row.kind == RowKind::kStored ? row.producer + " (stored)" : row.producer;
     std::printf("%-28s %-28s %-6s %15s %10s %11s %10s\n", printable(row.case_name).c_str(), printable(shown).c_str(),
                 r.pass ? "PASS" : "FAIL", fmt(r.worst_err_over_bound).c_str(), fmt(r.score).c_str(),
-                oracle ? "-" : fmt(r.ratio_vs_bf16_ref).c_str(), fmt(r.lse_max_err).c_str());
+                oracle ? "-" : fmt(r.ratio_vs_bf16_ref).c_str(), r.lse_checked ? fmt(r.lse_max_err).c_str() : "no lse");
     if (!r.pass || verbose_) {
       const std::string detail = oracle ? stored_oracle_detail(r) : r.detail();
       std::printf("%s", indent(printable(detail, true)).c_str());
@@ -313,8 +313,9 @@ class Replayer {
                 {"rms_err", json_number(r.rms_err)},
                 {"rms_err_bf16_ref", oracle ? json(nullptr) : json_number(r.rms_err_bf16_ref)},
                 {"ratio_vs_bf16_ref", oracle ? json(nullptr) : json_number(r.ratio_vs_bf16_ref)},
-                {"lse_max_err", json_number(r.lse_max_err)},
-                {"lse_worst_err_over_bound", json_number(r.lse_worst_err_over_bound)},
+                {"lse_checked", r.lse_checked},
+                {"lse_max_err", r.lse_checked ? json_number(r.lse_max_err) : json(nullptr)},
+                {"lse_worst_err_over_bound", r.lse_checked ? json_number(r.lse_worst_err_over_bound) : json(nullptr)},
                 {"ref_norm", json_number(r.ref_norm)},
                 {"worst", pos_json(r.worst)},
                 {"worst_value", json_number(r.worst_value)},

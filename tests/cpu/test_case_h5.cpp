@@ -4,10 +4,10 @@
 #include <hdf5.h>
 #include <stdlib.h>
 
-#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "temp_dir.h"
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -148,6 +148,7 @@ void require_same_case(const Case& got, const Case& want) {
     CHECK(got.outputs[i].producer == want.outputs[i].producer);
     CHECK(got.outputs[i].description == want.outputs[i].description);
     CHECK(got.outputs[i].out_is_bf16 == want.outputs[i].out_is_bf16);
+    CHECK(got.outputs[i].lse_stored == want.outputs[i].lse_stored);
     CHECK(same_bits(got.outputs[i].out, want.outputs[i].out));
     CHECK(same_bits(got.outputs[i].lse, want.outputs[i].lse));
   }
@@ -338,6 +339,32 @@ TEST_CASE("write_case_output adds, then replaces, one producer's output", "[h5]"
   CHECK_THROWS_WITH(vattn::write_case_output(path, "c", bf16_oracle),
                     Catch::Contains("outputs/oracle_fp64/out") && Catch::Contains("float32, not bf16"));
   require_same_case(vattn::read_case_file(path).cases.at(0), c);  // a refused write changes nothing
+}
+
+TEST_CASE("a producer may be stored without lse, oracle_fp64 may not", "[h5]") {
+  TempDir dir;
+  const std::string path = dir.file("no_lse.h5");
+  Case c = nontrivial_case("c", 4);
+  vattn::write_case_file(path, test_header(), {c});
+  std::mt19937 rng(7);
+  const auto n = static_cast<size_t>(c.n_q() * c.num_heads);
+  StoredOutput serving{"serving", "a kernel that returns no lse", bf16_valued_floats(n * 32, rng), true, {}};
+  serving.lse_stored = false;
+  vattn::write_case_output(path, "c", serving);
+  const Case back = vattn::read_case_file(path).cases.at(0);
+  const auto it = std::find_if(back.outputs.begin(), back.outputs.end(), [](const StoredOutput& o) { return o.producer == "serving"; });
+  REQUIRE(it != back.outputs.end());
+  CHECK_FALSE(it->lse_stored);
+  CHECK(it->lse.empty());
+  CHECK(same_bits(it->out, serving.out));
+  // Not stored but given values, and an oracle without lse, are refused.
+  StoredOutput both = serving;
+  both.lse.assign(n, 0.f);
+  CHECK_THROWS_WITH(vattn::write_case_output(path, "c", both), Catch::Contains("marked as not stored"));
+  StoredOutput oracle = serving;
+  oracle.producer = "oracle_fp64";
+  oracle.out_is_bf16 = false;
+  CHECK_THROWS_WITH(vattn::write_case_output(path, "c", oracle), Catch::Contains("always stores lse"));
 }
 
 TEST_CASE("the writer refuses a case that does not validate and leaves the old file alone", "[h5]") {

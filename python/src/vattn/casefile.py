@@ -44,7 +44,7 @@ class Output:
     producer: str
     description: str
     out: np.ndarray  # [n_q, H, d_v]: float32 for oracle_fp64, else bf16 bits (uint16)
-    lse: np.ndarray  # [n_q, H] float32
+    lse: Optional[np.ndarray]  # [n_q, H] float32; None: the producer reports none (never for oracle_fp64)
 
 
 @dataclasses.dataclass
@@ -167,7 +167,8 @@ def _read_case(path, g, name):
             out = _dataset(og, "out", out_type, lambda f, r: err(base + "/out", r))
             if producer != ORACLE and _text(og["out"].attrs.get("dtype", "")) != "bfloat16":
                 err(base + "/out", "bf16 data must carry the attribute dtype = \"bfloat16\"")
-            lse = _dataset(og, "lse", np.float32, lambda f, r: err(base + "/lse", r))
+            # lse is optional for a producer that does not report one; oracle_fp64 always has it.
+            lse = _dataset(og, "lse", np.float32, lambda f, r: err(base + "/lse", r), required=producer == ORACLE)
             c.outputs.append(Output(producer, _text(og.attrs["description"]), out, lse))
     return c
 
@@ -257,7 +258,8 @@ def write(path, header, cases):
                     d = p.create_dataset("out", data=np.ascontiguousarray(o.out, dtype=t), **_storage(o.out, t))
                     if o.producer != ORACLE:
                         d.attrs["dtype"] = "bfloat16"
-                    p.create_dataset("lse", data=np.ascontiguousarray(o.lse, dtype=np.float32))
+                    if o.lse is not None:
+                        p.create_dataset("lse", data=np.ascontiguousarray(o.lse, dtype=np.float32))
     os.replace(tmp, path)
 
 
