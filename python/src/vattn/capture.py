@@ -1,0 +1,370 @@
+"""Capture a serving engine's verify-attention calls as vattn case files.
+
+One captured call is one case file: the queries, only the KV rows the call references (with
+their pool slots as `kv_slot_ids`), the drafts' own KV rows, the draft masks, and what the
+server's kernel returned as `outputs/serving`, with `layer`, `step`, `tp_rank`, `model`, `gpu` and
+`source = "capture:sglang"`. The serving thread only decides and snapshots on the device (a
+gather of the referenced rows and copies of the other tensors, queued on its stream; the one
+synchronous read is of the two index pointers, B+1 integers each, on captured calls only); the
+copy to the host and the write happen on a writer thread behind a bounded queue. When the queue
+is full the call is skipped and counted, never waited for. Python hooks run only when the
+backend's Python runs: serve with --disable-cuda-graph (a replayed CUDA graph calls no Python).
+
+    import vattn.capture
+    cap = vattn.capture.install("dumps/", steps=range(100, 104), layers=[0, 30],
+                                model="Kimi-K2.6 (dummy weights)", gpu="H200")
+    ...                     # serve; every target_verify call of those steps and layers is written
+    cap.close()             # drains the queue; cap.stats() says what was written and skipped
+
+`install` patches SGLang's Triton attention backend (the versions in SUPPORTED_SGLANG; others are
+refused with the reason). `Capture.submit` is the backend-independent part: it takes the
+arguments of the extend-attention call (torch tensors on any device, or numpy arrays of bf16
+bits for tests) and is what the tests drive with a stand-in for the backend call.
+"""
+
+import dataclasses
+import datetime
+import os
+import queue
+import threading
+
+import numpy as np
+
+from . import __version__
+from .casefile import Case, CaseFileError, Header, Output, write
+
+SUPPORTED_SGLANG = ("0.5.23",)
+D_QK, D_V = 576, 512  # MLA: k_buffer rows of 576 (512 latent + 64 RoPE), V = the first 512 columns
+
+
+class CaptureError(RuntimeError):
+    """The hook cannot be installed here (no SGLang, an untested version, an unexpected backend)."""
+
+
+@dataclasses.dataclass
+class _Snapshot:  # what the serving thread hands to the writer (device or host arrays)
+    step: int
+    layer: int
+    q: object
+    k_extend: object
+    rows: object          # k_buffer rows the call references, in `slots` order
+    slots: np.ndarray     # their pool slots, sorted, distinct
+    qo_indptr: np.ndarray
+    kv_indptr: np.ndarray
+    kv_indices: np.ndarray  # positions into `slots`
+    custom_mask: object
+    mask_indptr: np.ndarray
+    sm_scale: float
+    o: object
+    ready: object = None  # a CUDA event recorded after the snapshot (torch), or None
+
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch")
+
+
+def _host_ints(x):
+    """A small index array as host int64 (on the serving thread: these sizes decide the call)."""
+    if _is_torch(x):
+        x = x.detach().to("cpu")
+        return x.numpy().astype(np.int64)
+    return np.asarray(x).astype(np.int64)
+
+
+def _host_bf16(x):
+    """bf16 values as uint16 bits on the host: a torch bfloat16 tensor, or numpy uint16 bits."""
+    if _is_torch(x):
+        import torch
+
+        if x.dtype != torch.bfloat16:
+            raise ValueError(f"expected bfloat16, got {x.dtype}")
+        return x.detach().to("cpu").contiguous().view(torch.int16).numpy().view(np.uint16)
+    a = np.asarray(x)
+    if a.dtype != np.uint16:
+        raise ValueError(f"expected bf16 bits as uint16, got {a.dtype}")
+    return a
+
+
+def _host_bool(x):
+    if _is_torch(x):
+        x = x.detach().to("cpu")
+        return x.numpy().astype(bool)
+    return np.asarray(x).astype(bool)
+
+
+def _copy(x):
+    return x.detach().clone() if _is_torch(x) else np.array(x, copy=True)
+
+
+class Capture:
+    """Decides which calls to capture, snapshots them and writes them on a writer thread.
+
+    out_dir: where the files go (created). steps, layers: which to capture (None: all).
+    max_case_bytes: a call whose case would be larger is skipped; max_total_bytes: capturing
+    stops once this much is written. queue_size: snapshots waiting for the writer.
+    start_writer=False leaves the queue to drain() (tests)."""
+
+    def __init__(self, out_dir, steps=None, layers=None, max_case_bytes=256 << 20, max_total_bytes=4 << 30,
+                 queue_size=4, model="", gpu="", tp_rank=0, notes="", description="", start_writer=True,
+                 generator=""):
+        self.out_dir = out_dir
+        os.makedirs(out_dir, exist_ok=True)
+        self.steps = None if steps is None else set(steps)
+        self.layers = None if layers is None else set(layers)
+        self.max_case_bytes, self.max_total_bytes = max_case_bytes, max_total_bytes
+        self.model, self.gpu, self.tp_rank, self.notes = model, gpu, tp_rank, notes
+        self.description = description or "the serving engine's verify-attention kernel"
+        self.generator = generator or f"vattn.capture {__version__}"
+        self._queue = queue.Queue(maxsize=queue_size)
+        self._lock = threading.Lock()
+        self._stats = {"offered": 0, "captured": 0, "written": 0, "bytes_written": 0, "skipped_queue_full": 0,
+                       "skipped_size": 0, "skipped_total_cap": 0, "skipped_unsupported": 0, "errors": []}
+        self._closed = False
+        self._writer = None
+        if start_writer:
+            self._writer = threading.Thread(target=self._write_loop, name="vattn-capture-writer", daemon=True)
+            self._writer.start()
+
+    # ---- the serving thread's side -------------------------------------------------------
+    def wants(self, step, layer):
+        return ((self.steps is None or step in self.steps) and (self.layers is None or layer in self.layers)
+                and not self._closed)
+
+    def _count(self, key, reason=None):
+        with self._lock:
+            self._stats[key] += 1
+            if reason and len(self._stats["errors"]) < 100:
+                self._stats["errors"].append(reason)
+
+    def submit(self, step, layer, q, k_extend, k_buffer, qo_indptr, kv_indptr, kv_indices, custom_mask,
+               mask_indptr, sm_scale, o, v_buffer=None):
+        """One extend-attention call in target_verify mode (MLA): q [n_q, H, 576], k_extend
+        [n_q, 1, 576], k_buffer [slots, 1, 576] (v_buffer, when given, must be its first 512
+        columns), qo_indptr/kv_indptr [B+1], kv_indices (at least kv_indptr[B] entries),
+        custom_mask flat (request b: T_b x (P_b + T_b), row-major, prefix columns first),
+        mask_indptr [B+1], o [n_q, H, 512] (or [n_q, H*512]). True when queued for writing."""
+        with self._lock:
+            self._stats["offered"] += 1
+        if not self.wants(step, layer):
+            return False
+        where = f"step {step} layer {layer}"
+        if tuple(k_buffer.shape[1:]) not in ((1, D_QK), (D_QK,)) or q.shape[-1] != D_QK:
+            self._count("skipped_unsupported", f"{where}: not MLA 576/512 (q {tuple(q.shape)}, k_buffer "
+                                               f"{tuple(k_buffer.shape)})")
+            return False
+        if v_buffer is not None and not self._v_is_k_prefix(k_buffer, v_buffer):
+            self._count("skipped_unsupported", f"{where}: v_buffer is not the first {D_V} columns of k_buffer")
+            return False
+        if self._queue.full():  # before any work: a full queue costs serving nothing
+            self._count("skipped_queue_full")
+            return False
+        # The one synchronous read on the serving thread: the index pointers (B+1 integers each),
+        # which size the gather below. Calls not captured never get here.
+        qo, kv = _host_ints(qo_indptr), _host_ints(kv_indptr)
+        n_q = int(q.shape[0])
+        H = int(np.prod(q.shape[1:])) // D_QK
+        est = 2 * (n_q * H * D_QK + int(kv[-1]) * D_QK + n_q * D_QK + n_q * H * D_V)
+        if est > self.max_case_bytes:
+            self._count("skipped_size", f"{where}: about {est} bytes, over max_case_bytes {self.max_case_bytes}")
+            return False
+        with self._lock:
+            if self._stats["bytes_written"] + est > self.max_total_bytes:
+                self._stats["skipped_total_cap"] += 1
+                return False
+        idx = _host_ints(kv_indices)[: int(kv[-1])]
+        slots, inverse = np.unique(idx, return_inverse=True)
+        if _is_torch(k_buffer):
+            import torch
+
+            sel = torch.as_tensor(slots, device=k_buffer.device)
+            rows = k_buffer.detach().reshape(k_buffer.shape[0], D_QK).index_select(0, sel)
+        else:
+            rows = np.asarray(k_buffer).reshape(-1, D_QK)[slots]
+        snap = _Snapshot(step, layer, _copy(q), _copy(k_extend), rows, slots.astype(np.int64), qo.astype(np.int32),
+                         kv.astype(np.int32), inverse.astype(np.int32), _copy(custom_mask), _host_ints(mask_indptr),
+                         float(sm_scale), _copy(o))
+        if _is_torch(q) and q.is_cuda:
+            import torch
+
+            snap.ready = torch.cuda.Event()
+            snap.ready.record()
+        try:
+            self._queue.put_nowait(snap)
+        except queue.Full:
+            self._count("skipped_queue_full")
+            return False
+        self._count("captured")
+        return True
+
+    @staticmethod
+    def _v_is_k_prefix(k_buffer, v_buffer):
+        if _is_torch(k_buffer):
+            return (v_buffer.data_ptr() == k_buffer.data_ptr() and v_buffer.shape[-1] == D_V
+                    and v_buffer.stride()[:-1] == k_buffer.stride()[:-1])
+        k, v = np.asarray(k_buffer), np.asarray(v_buffer)
+        return v.shape[-1] == D_V and np.shares_memory(k, v) and np.array_equal(k[..., :D_V], v)
+
+    # ---- the writer's side -----------------------------------------------------------------
+    def _write_loop(self):
+        while True:
+            snap = self._queue.get()
+            if snap is None:
+                return
+            self._write_one(snap)
+
+    def drain(self):
+        """Writes what is queued, on the calling thread (for start_writer=False)."""
+        while True:
+            try:
+                snap = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if snap is not None:
+                self._write_one(snap)
+
+    def case_of(self, snap):
+        """The case a snapshot becomes (host copies happen here)."""
+        if snap.ready is not None:
+            snap.ready.synchronize()
+        B = len(snap.qo_indptr) - 1
+        qo, kv, mi = snap.qo_indptr, snap.kv_indptr, snap.mask_indptr
+        mask = _host_bool(snap.custom_mask)
+        draft_mask, dmi = [], [0]
+        for b in range(B):
+            t, p = int(qo[b + 1] - qo[b]), int(kv[b + 1] - kv[b])
+            m = mask[int(mi[b]):int(mi[b]) + t * (p + t)]
+            if m.size != t * (p + t):
+                raise CaseFileError("", "", "custom_mask", f"request {b}: {m.size} entries, expected T_b x (P_b + T_b) "
+                                                           f"= {t} x {p + t}")
+            m = m.reshape(t, p + t)
+            if not m[:, :p].all():
+                raise CaseFileError("", "", "custom_mask", f"request {b}: the prefix is not fully visible to every "
+                                                           "draft (the verify contract needs it)")
+            draft_mask.append(m[:, p:].astype(np.uint8).ravel())
+            dmi.append(dmi[-1] + t * t)
+        q = _host_bf16(snap.q)
+        n_q = q.shape[0]
+        H = q.size // (n_q * D_QK)
+        name = f"step{snap.step:06d}_layer{snap.layer:02d}"
+        return Case(name=name, num_heads=H, sm_scale=snap.sm_scale, q=q.reshape(n_q, H, D_QK),
+                    kv_pool=_host_bf16(snap.rows).reshape(-1, D_QK), kv_indices=snap.kv_indices,
+                    kv_indptr=kv, kv_draft=_host_bf16(snap.k_extend).reshape(n_q, D_QK), qo_indptr=qo,
+                    draft_mask=np.concatenate(draft_mask) if draft_mask else np.zeros(0, np.uint8),
+                    draft_mask_indptr=np.asarray(dmi, np.int64), kv_slot_ids=snap.slots,
+                    int_attrs={"layer": snap.layer, "step": snap.step, "tp_rank": self.tp_rank},
+                    outputs=[Output("serving", self.description, _host_bf16(snap.o).reshape(n_q, H, D_V), None)])
+
+    def _write_one(self, snap):
+        where = f"step {snap.step} layer {snap.layer}"
+        try:
+            c = self.case_of(snap)
+            path = os.path.join(self.out_dir, f"{c.name}_tp{self.tp_rank}.h5")
+            optional = {k: v for k, v in (("model", self.model), ("gpu", self.gpu), ("notes", self.notes)) if v}
+            header = Header(source="capture:sglang", generator=self.generator, optional=optional,
+                            created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+            write(path, header, [c])
+            size = os.path.getsize(path)
+            with self._lock:
+                self._stats["written"] += 1
+                self._stats["bytes_written"] += size
+        except Exception as e:  # a bad call must not take the writer (or serving) down
+            self._count("skipped_unsupported", f"{where}: {e}")
+
+    def stats(self):
+        with self._lock:
+            return dict(self._stats, errors=list(self._stats["errors"]), queued=self._queue.qsize())
+
+    def close(self, timeout=None):
+        """Stops capturing, writes what is queued and returns the stats."""
+        self._closed = True
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join(timeout)
+        else:
+            self.drain()
+        return self.stats()
+
+
+def install(out_dir, backend_class=None, **options):
+    """Captures SGLang's Triton backend in target_verify mode; returns the Capture.
+
+    Wraps TritonAttnBackend.forward_extend (which knows the mode and the layer) and its
+    _forward_extend_kernel (which receives the extend-attention call's arguments). `step`
+    counts target_verify passes: it grows when the lowest layer id seen comes round again."""
+    if backend_class is None:
+        try:
+            import sglang
+            from sglang.srt.layers.attention import triton_backend
+        except ImportError as e:
+            raise CaptureError(f"SGLang is not importable here ({e}); pip install sglang=={SUPPORTED_SGLANG[-1]}")
+        version = getattr(sglang, "__version__", "unknown")
+        if version not in SUPPORTED_SGLANG:
+            raise CaptureError(f"SGLang {version} is not one this hook was tested with ({', '.join(SUPPORTED_SGLANG)}): "
+                               "the backend's call arguments may differ; refusing rather than writing wrong cases")
+        backend_class = triton_backend.TritonAttnBackend
+        options.setdefault("generator", f"vattn.capture {__version__} (sglang {version})")
+        options.setdefault("description", f"SGLang {version} Triton extend_attention_fwd, target_verify")
+    for attr in ("forward_extend", "_forward_extend_kernel"):
+        if not callable(getattr(backend_class, attr, None)):
+            raise CaptureError(f"{backend_class.__name__} has no {attr}(): not the backend this hook knows")
+    if getattr(backend_class, "_vattn_capture", None) is not None:
+        raise CaptureError("a vattn capture is installed already; close() it and call uninstall() first")
+    if "tp_rank" not in options:
+        try:
+            from sglang.srt.distributed import get_tensor_model_parallel_rank
+
+            options["tp_rank"] = int(get_tensor_model_parallel_rank())
+        except Exception:
+            options["tp_rank"] = 0
+    cap = Capture(out_dir, **options)
+    local = threading.local()
+    counter = {"step": -1, "first_layer": None}
+    orig_extend, orig_kernel = backend_class.forward_extend, backend_class._forward_extend_kernel
+
+    def forward_extend(self, q, k, v, layer, forward_batch, *args, **kwargs):
+        mode = getattr(forward_batch, "forward_mode", None)
+        verify = mode is not None and mode.is_target_verify()
+        if verify:  # a pass starts at the first layer seen (layer 0 of this rank's model)
+            lid = int(layer.layer_id)
+            if counter["first_layer"] is None:
+                counter["first_layer"] = lid
+            if lid == counter["first_layer"]:
+                counter["step"] += 1
+        local.verify = verify
+        try:
+            return orig_extend(self, q, k, v, layer, forward_batch, *args, **kwargs)
+        finally:
+            local.verify = False
+
+    def forward_extend_kernel(self, layer, *args, **kwargs):
+        result = orig_kernel(self, layer, *args, **kwargs)
+        if getattr(local, "verify", False) and cap.wants(counter["step"], int(layer.layer_id)):
+            # (q, k, v, o, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices, custom_mask, causal,
+            #  mask_indptr, max_extend_len, k_descale, v_descale, sm_scale, ...) as SGLang passes them
+            q, k_ext, _v, o, k_buf, v_buf, qo, kvp, kvi, mask, _causal, mi = args[:12]
+            sm_scale = args[15] if len(args) > 15 else layer.scaling
+            try:
+                cap.submit(counter["step"], int(layer.layer_id), q, k_ext, k_buf, qo, kvp, kvi, mask, mi, sm_scale, o,
+                           v_buffer=v_buf)
+            except Exception as e:  # never let the capture break serving
+                cap._count("skipped_unsupported", f"step {counter['step']}: {e}")
+        return result
+
+    backend_class.forward_extend = forward_extend
+    backend_class._forward_extend_kernel = forward_extend_kernel
+    backend_class._vattn_capture = (cap, orig_extend, orig_kernel)
+    return cap
+
+
+def uninstall(backend_class=None):
+    """Puts the backend's methods back (close() the Capture to write what is queued)."""
+    if backend_class is None:
+        from sglang.srt.layers.attention import triton_backend
+
+        backend_class = triton_backend.TritonAttnBackend
+    state = getattr(backend_class, "_vattn_capture", None)
+    if state is None:
+        return
+    _, backend_class.forward_extend, backend_class._forward_extend_kernel = state
+    backend_class._vattn_capture = None
+# SPDX-License-Identifier: Apache-2.0
