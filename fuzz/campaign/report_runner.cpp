@@ -25,29 +25,30 @@ std::string report_script(const std::string& self_exe) {
   return "";
 }
 
-// The interpreter: $VATTN_PYTHON when set, else Debian's /usr/bin/python3 (python3-matplotlib is
-// installed for it, and a python3 found first on PATH, e.g. pyenv's, may lack it), else python3.
-std::string python() {
-  if (const char* env = std::getenv("VATTN_PYTHON"); env != nullptr && *env != '\0') return env;
+namespace {
+
+// The interpreters to try: $VATTN_PYTHON alone when set; else Debian's /usr/bin/python3
+// (python3-matplotlib is installed for it, and a python3 found first on PATH, e.g. pyenv's, may
+// lack it), then python3 on PATH (a machine whose matplotlib lives in another Python, such as a
+// GPU image's torch environment).
+std::vector<std::string> pythons() {
+  if (const char* env = std::getenv("VATTN_PYTHON"); env != nullptr && *env != '\0') return {env};
   std::error_code ec;
-  return fs::exists("/usr/bin/python3", ec) ? "/usr/bin/python3" : "python3";
+  if (fs::exists("/usr/bin/python3", ec)) return {"/usr/bin/python3", "python3"};
+  return {"python3"};
 }
 
-ReportRun run_report(const std::string& self_exe, const std::vector<std::string>& args) {
+// The generator's exit status when it cannot import matplotlib (morning_report.py).
+constexpr int kMissingModule = 3;
+
+ReportRun run_with(const std::string& interpreter, const std::string& script, const std::vector<std::string>& args) {
   ReportRun r;
-  const std::string script = report_script(self_exe);
-  if (script.empty()) {
-    r.code = 127;
-    r.output = "the report generator morning_report.py was not found (set VATTN_REPORT_SCRIPT)";
-    return r;
-  }
   int out[2];
   if (::pipe(out) != 0) {
     r.code = 127;
     r.output = "cannot start python3 (pipe failed)";
     return r;
   }
-  const std::string interpreter = python();
   std::vector<std::string> argv_s{interpreter, script};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -82,6 +83,24 @@ ReportRun run_report(const std::string& self_exe, const std::vector<std::string>
   }
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   while (!r.output.empty() && (r.output.back() == '\n' || r.output.back() == '\r')) r.output.pop_back();
+  return r;
+}
+
+}  // namespace
+
+ReportRun run_report(const std::string& self_exe, const std::vector<std::string>& args) {
+  const std::string script = report_script(self_exe);
+  if (script.empty()) {
+    ReportRun r;
+    r.code = 127;
+    r.output = "the report generator morning_report.py was not found (set VATTN_REPORT_SCRIPT)";
+    return r;
+  }
+  ReportRun r;
+  for (const std::string& interpreter : pythons()) {
+    r = run_with(interpreter, script, args);
+    if (r.code != kMissingModule && r.code != 127) break;
+  }
   return r;
 }
 

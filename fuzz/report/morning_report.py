@@ -30,7 +30,9 @@ try:
     from matplotlib.figure import Figure
     from matplotlib.ticker import StrMethodFormatter
 except ImportError as missing:
-    sys.exit(f"morning_report: cannot import {missing.name} (Debian: python3-matplotlib, python3-numpy)")
+    # Exit 3 tells vattn (fuzz/campaign/report_runner.cpp) to try the next interpreter.
+    print(f"morning_report: cannot import {missing.name} (Debian: python3-matplotlib, python3-numpy)", file=sys.stderr)
+    sys.exit(3)
 
 SUMMARY_SCHEMA = "vattn-fuzz-summary"
 SUMMARY_VERSION = 1

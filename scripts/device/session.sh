@@ -11,11 +11,16 @@
 #   probe     vattn_ceiling_probe: the kernel's tile loop with parts off (4 and 16 row tiles per request)
 #   fuzz-planted  vattn fuzz against the planted crash/hang/bf16-partials/drop-last-key revisions
 #   fuzz-v1   vattn fuzz against split-v1 for $VATTN_FUZZ_MINUTES (default 5) minutes: throughput
+#   fuzz-ab   split-v1 for $VATTN_AB_SECONDS (default 60) s each: as is, VATTN_FUZZ_BLOCKING_SYNC=1,
+#             --threads = all cores, VATTN_FUZZ_PLAIN_UPLOAD=1 (cases/s and where the time goes)
+#   mutation  scripts/device/mutation_step.sh on $VATTN_MUTANTS (default .device-mutants, made
+#             here with scripts/mutation/mutants.py generate/build): 60 s per mutant,
+#             $VATTN_MUTANT_PARALLEL (12) at a time, none started past $VATTN_MUTANT_SECONDS (300)
 # Default: tests planted replay graph bench (sanitize and repro take minutes: ask for them).
 # Logs land in $OUT (or /tmp). Exit 0 when every step did what it should, 1 otherwise, 2 usage.
 #   bash scripts/device/session.sh [STEP...]
 set -uo pipefail
-for arg in "$@"; do case $arg in -h|--help) sed -n 2,16p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac; done
+for arg in "$@"; do case $arg in -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac; done
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out="${OUT:-/tmp}"
 b="$root/.device/build"
@@ -23,8 +28,8 @@ if [ $# -eq 0 ]; then steps="tests planted replay graph bench"; else steps="$*";
 # Every step name is checked before any step runs: a typo must not cost a device session.
 for step in "$@"; do
   case $step in
-    tests|planted|repro|sanitize|replay|graph|bench|probe|fuzz-planted|fuzz-v1) ;;
-    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench probe fuzz-planted fuzz-v1; --help)" >&2; exit 2 ;;
+    tests|planted|repro|sanitize|replay|graph|bench|probe|fuzz-planted|fuzz-v1|fuzz-ab|mutation) ;;
+    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench probe fuzz-planted fuzz-v1 fuzz-ab mutation; --help)" >&2; exit 2 ;;
   esac
 done
 export VATTN_REQUIRE_GPU=1  # a GPU machine: GPU tests that cannot see the device fail, not skip
@@ -83,6 +88,23 @@ for step in $steps; do
            [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     fuzz-planted) bash "$root/scripts/device/fuzz_step.sh" planted || rc=1 ;;
     fuzz-v1) bash "$root/scripts/device/fuzz_step.sh" v1 "${VATTN_FUZZ_MINUTES:-5}" || rc=1 ;;
+    fuzz-ab)
+      s=${VATTN_AB_SECONDS:-60}
+      for variant in "as-is" "VATTN_FUZZ_BLOCKING_SYNC=1" "--threads $(nproc)" "VATTN_FUZZ_PLAIN_UPLOAD=1"; do
+        envs=() args=()
+        case $variant in --*) read -r -a args <<<"$variant" ;; as-is) ;; *) envs=("$variant") ;; esac
+        rm -rf /tmp/vattn-ab
+        env "${envs[@]}" timeout $((s + 60)) "$b/vattn" fuzz --kernel split-v1 --hours "$(awk "BEGIN{print $s/3600}")" \
+          --seed 3 --out /tmp/vattn-ab --no-report "${args[@]}" > "$out/ab.log" 2>&1
+        code=$?
+        echo "---- $variant: exit $code"
+        grep -E "this run:|gpu0:" "$out/ab.log"
+        [ $code = 0 ] || rc=1
+      done ;;
+    mutation)
+      bash "$root/scripts/device/mutation_step.sh" "${VATTN_MUTANTS:-$root/.device-mutants}" 60 \
+        "${VATTN_MUTANT_PARALLEL:-12}" 0 "${VATTN_MUTANT_SECONDS:-300}" 2>&1 | grep -E "^(build|run):|Score|killed by|Survivors|^###"
+      [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     probe) for groups in 4 16; do
              "$b/src/gpu/vattn_ceiling_probe" --row-groups $groups 2>&1 | tee "$out/probe-$groups.log"
              [ "${PIPESTATUS[0]}" = 0 ] || rc=1
