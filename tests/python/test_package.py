@@ -5,7 +5,8 @@
    `import vattn` comes from DIR.
 2. It reads every committed fixture and regression case with the shapes `vattn info` prints.
 3. A file it writes (from a fixture's cases) passes `vattn info` and `vattn replay`.
-4. Broken files: the package and vattn both refuse each, naming the same case and field.
+4. Broken files: the package and vattn both refuse each, naming the same case and field (a
+   recipe that does not re-create its case, in the same words); bad recipe lines likewise.
 
 usage: test_package.py --vattn PATH/TO/vattn --root REPO
 """
@@ -93,6 +94,28 @@ def main():
         else:
             print("ok: a file the package wrote replays with vattn")
 
+        # Recipe lines: the package's parser refuses what vattn's refuses, with the same field and words.
+        before = len(failures)
+        for line in ["B=1 H=x P=[0] T=[1]", "B=2 P=[1,2,3] T=[1]", "H=8 P=[1]", "P=[1] T=[0]", "P=1,2 T=[1]",
+                     "P=[1] T=[1] tree=bush", "P=[1] T=[1] scale=-1", "P=[1] T=[1] seed=-3", "P=[1] T=[1] H=2 H=3",
+                     "P=[1] T=[1] poison=2", "P=[1] T=[1] color=red", "P=[1] T=[1] splits=257", "justaword",
+                     "P=[1] T=[1] scale=1e999", "P=[1] T=[1] seed=18446744073709551616"]:
+            p = subprocess.run([a.vattn, "replay", "--recipe", line], capture_output=True, text=True)
+            m = re.search(r"field '([^']*)': (.*)", p.stderr)
+            try:
+                vattn.parse_recipe(line)
+                mine = None
+            except vattn.RecipeError as e:
+                mine = (e.field, e.reason)
+            theirs = (m.group(1), m.group(2).strip()) if m else None
+            if p.returncode != 2 or mine != theirs:
+                failures.append(f"recipe '{line}': package {mine}, vattn (exit {p.returncode}) {theirs}")
+        if len(failures) == before:
+            print("ok: 15 bad recipe lines refused by both with the same field and reason")
+        parsed = vattn.parse_recipe("H=2 P=[5] T=[3,4] tree=star")
+        if (parsed["B"], parsed["P"], parsed["T"], parsed["layout"]) != (2, [5, 5], [3, 4], "scattered"):
+            failures.append(f"parse_recipe broadcast or defaults: {parsed}")
+
         fixture = os.path.join(a.root, "fixtures", "uniform_chain.h5")
         broken = [
             ("kv_indices out of the pool", replace("kv_indices", np.array([10 ** 6] + [0] * 81, dtype=np.int32))),
@@ -102,6 +125,9 @@ def main():
             ("decreasing qo_indptr", replace("qo_indptr", np.array([0, 16, 15], dtype=np.int32))),
             ("external link", lambda g: (g.__delitem__("kv_pool"), g.__setitem__("kv_pool", h5py.ExternalLink("/etc/x.h5", "/p")))),
             ("missing q", lambda g: g.__delitem__("q")),
+            ("recipe of another shape", lambda g: g.attrs.__setitem__("recipe", g.attrs["recipe"].replace("H=", "H=1", 1))),
+            ("recipe that does not parse", lambda g: g.attrs.__setitem__("recipe", "B=1 H=x P=[0] T=[1]")),
+            ("recipe with another scale", lambda g: g.attrs.__setitem__("recipe", re.sub(r"scale=\S+", "scale=0.5", g.attrs["recipe"]))),
         ]
         for label, change in broken:
             path = os.path.join(tmp, re.sub(r"\W+", "_", label) + ".h5")
@@ -115,9 +141,13 @@ def main():
                 continue
             except vattn.CaseFileError as e:
                 mine = (e.case, e.field)
+                e_reason = e.reason
             theirs = (m.group(1), m.group(2)) if m else None
-            if p.returncode != 2 or theirs != mine or mine[0] != case:
-                failures.append(f"{label}: package names {mine}, vattn (exit {p.returncode}) {theirs}: {p.stderr.strip()}")
+            # The recipe check says why in the same words as vattn.
+            same_words = mine[1] != "recipe" or e_reason in p.stderr
+            if p.returncode != 2 or theirs != mine or mine[0] != case or not same_words:
+                failures.append(f"{label}: package names {mine} ({e_reason}), vattn (exit {p.returncode}) {theirs}: "
+                                f"{p.stderr.strip()}")
             else:
                 print(f"ok: {label}: both refuse case '{mine[0]}' field '{mine[1]}'")
     for f in failures:

@@ -1,7 +1,10 @@
-"""The value rules of docs/case-format.md ("A case: values"), in its order: the first broken
-rule is raised as a CaseFileError naming the case and the field, as vattn's validate() does."""
+"""The value rules of docs/case-format.md ("A case: values"), in its order, then the recipe
+check: the first broken rule is raised as a CaseFileError naming the case and the field, as
+vattn's reader does."""
 
 import numpy as np
+
+from .recipe import mismatch
 
 
 def validate(c, path=""):
@@ -94,4 +97,8 @@ def validate(c, path=""):
             continue
         if np.asarray(o.lse).size != n_q * H:
             err(base + "/lse", f"has {np.asarray(o.lse).size} elements, expected n_q x num_heads = {n_q * H}")
+    # Then, when the case has a recipe: it parses and describes this case's shape (recipe.py).
+    why = mismatch(c)
+    if why:
+        err("recipe", why)
 # SPDX-License-Identifier: Apache-2.0
