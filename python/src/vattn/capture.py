@@ -171,7 +171,7 @@ class Capture:
             if self._stats["bytes_written"] + est > self.max_total_bytes:
                 self._stats["skipped_total_cap"] += 1
                 return False
-        idx = _host_ints(kv_indices)[: int(kv[-1])]
+        idx = _host_ints(kv_indices[: int(kv[-1])])  # SGLang over-allocates kv_indices: the used part only
         slots, inverse = np.unique(idx, return_inverse=True)
         if _is_torch(k_buffer):
             import torch
