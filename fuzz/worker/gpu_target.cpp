@@ -31,6 +31,12 @@ std::string hex(uint32_t v) {
   return buf;
 }
 
+// A diagnostic switch: set to anything but "" or "0".
+bool env_switch(const char* name) {
+  const char* e = std::getenv(name);
+  return e != nullptr && *e != '\0' && std::string(e) != "0";
+}
+
 // The fp32-partials property (partials_check.h) applies where the means are of plain data.
 bool zero_q_applies(const Recipe& r) { return r.profile == "uniform" || r.profile == "k26" || r.profile == "ties"; }
 
@@ -59,10 +65,7 @@ class GpuTarget : public Target {
   // gigabytes each) is built on the main thread when it runs; so is anything prepare() failed at.
   // VATTN_FUZZ_PLAIN_UPLOAD=1 uploads on the main thread as before (for A/B measurements).
   std::shared_ptr<void> prepare(const Case& c, const Recipe& r) noexcept override {
-    static const bool plain = [] {
-      const char* e = std::getenv("VATTN_FUZZ_PLAIN_UPLOAD");
-      return e && *e && std::string(e) != "0";
-    }();
+    static const bool plain = env_switch("VATTN_FUZZ_PLAIN_UPLOAD");
     if (plain || r.slot_base > 0) return nullptr;
     try {
       thread_local std::unique_ptr<StagedUpload> up;
@@ -306,8 +309,7 @@ std::unique_ptr<Target> make_gpu_target(const TargetOptions& options) {
   // sleep instead of spinning. CUDA's default spins when there are fewer contexts than cores, so
   // pool threads waiting on their staged uploads burn cores that generation could use; sleeping
   // costs the main thread a wake-up per synchronisation. Set before the context exists.
-  const char* blocking = std::getenv("VATTN_FUZZ_BLOCKING_SYNC");
-  if (blocking && *blocking && std::string(blocking) != "0") {
+  if (env_switch("VATTN_FUZZ_BLOCKING_SYNC")) {
     (void)cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
     (void)cudaGetLastError();  // a context made earlier keeps its flags; nothing to report
   }

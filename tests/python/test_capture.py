@@ -18,7 +18,6 @@ and rounded to bf16. Checked:
 usage: test_capture.py --vattn PATH/TO/vattn --root REPO
 """
 
-import argparse
 import os
 import subprocess
 import sys
@@ -26,13 +25,7 @@ import tempfile
 
 import numpy as np
 
-FAILS = []
-
-
-def check(cond, what):
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        FAILS.append(what)
+from package_checks import arguments, check, finish
 
 
 def bits(x):
@@ -91,11 +84,7 @@ def run(argv):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--vattn", required=True)
-    ap.add_argument("--root", required=True)
-    a = ap.parse_args()
-    sys.path.insert(0, os.path.join(a.root, "python", "src"))
+    a = arguments()
     import vattn
     from vattn import capture
 
@@ -218,11 +207,7 @@ def main():
                 check(False, "install() without SGLang must refuse")
             except capture.CaptureError as e:
                 check("SGLang is not importable" in str(e), f"install() without SGLang says so: {e}")
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed")
-        return 1
-    print("all checks held")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -11,29 +11,18 @@
 usage: test_produce.py --vattn PATH/TO/vattn --root REPO
 """
 
-import argparse
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 
-FAILS = []
-
-
-def check(cond, what):
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        FAILS.append(what)
+from package_checks import arguments, check, finish
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--vattn", required=True)
-    ap.add_argument("--root", required=True)
-    a = ap.parse_args()
-    src = os.path.join(a.root, "python", "src")
-    sys.path.insert(0, src)
+    a = arguments()
+    src = a.src
     import vattn
     from vattn import produce
 
@@ -96,11 +85,7 @@ def main():
             f.write("not hdf5")
         code, out = produce_cli("--producer", "numpy-reference", bad)
         check(code == 2 and "bad.h5" in out, f"an unreadable file: exit {code}: {out.strip()}")
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed")
-        return 1
-    print("all checks held")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":
