@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <cstdio>
 #include <ctime>
@@ -339,6 +340,13 @@ void retire_stats(Slot& s) {
 void Supervisor::spawn(Slot& s) {
   std::map<std::string, std::string> env;
   if (!s.gpu.empty()) env["CUDA_VISIBLE_DEVICES"] = s.gpu;
+  // A worker makes and frees a few hundred MB per long case. Transparent huge pages for
+  // malloc's large blocks (glibc >= 2.35; older ones ignore the name) cut the page faults that
+  // take about a tenth of generation; a user's own setting of the tunable wins.
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  const std::string have = tunables ? tunables : "";
+  if (have.find("glibc.malloc.hugetlb") == std::string::npos)
+    env["GLIBC_TUNABLES"] = have.empty() ? "glibc.malloc.hugetlb=1" : have + ":glibc.malloc.hugetlb=1";
   s.proc.spawn(worker_argv(), env, dir_ + "/workers/" + s.label + ".log");
   s.reader = LineReader();
   s.ready = false;

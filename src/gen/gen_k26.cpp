@@ -79,12 +79,7 @@ class K26Profile : public StreamedProfile {
       const double noise = (outlier_[d] ? 0.02 : 0.2) * query_.normalish();
       row[d] = double_to_bf16(hd.alpha * sink_dir_[d] + noise);
     }
-    for (int i = 0; i < kPairs; ++i) {
-      double s, c;
-      sincos_det(pos * theta_[i] + hd.phase[i], s, c);
-      row[kLatentDims + 2 * i] = double_to_bf16(hd.rope_amp[i] * c);
-      row[kLatentDims + 2 * i + 1] = double_to_bf16(hd.rope_amp[i] * s);
-    }
+    fill_rope(pos, theta_, hd.rope_amp, hd.phase, row + kLatentDims, kPairs);
   }
   void filler_row(uint16_t* row) override {
     latent_key(fill_, row);
@@ -97,17 +92,8 @@ class K26Profile : public StreamedProfile {
     double rope_amp[kPairs] = {};
     double phase[kPairs] = {};
   };
-  void latent_key(Rng& rng, uint16_t* row) const {
-    for (int d = 0; d < kLatentDims; ++d) row[d] = double_to_bf16(chan_scale_[d] * rng.normalish());
-  }
-  void rope_key(int pos, uint16_t* row) const {
-    for (int i = 0; i < kPairs; ++i) {
-      double s, c;
-      sincos_det(pos * theta_[i], s, c);
-      row[kLatentDims + 2 * i] = double_to_bf16(rope_amp_[i] * c);
-      row[kLatentDims + 2 * i + 1] = double_to_bf16(rope_amp_[i] * s);
-    }
-  }
+  void latent_key(Rng& rng, uint16_t* row) const { fill_scaled_normalish(rng, chan_scale_, row, kLatentDims); }
+  void rope_key(int pos, uint16_t* row) const { fill_rope(pos, theta_, rope_amp_, nullptr, row + kLatentDims, kPairs); }
 
   int heads_;
   double chan_scale_[kLatentDims];

@@ -10,22 +10,9 @@
 
 #include "bf16.h"
 #include "gen_rng.h"
+#include "gen_rows.h"
 
 namespace vattn::gen {
-
-void fill_uniform(Rng& rng, uint16_t* row, int n, float scale) {
-  for (int d = 0; d + 1 < n; d += 2) {
-    float x, y;
-    rng.uniform_pm1_pair(x, y);
-    row[d] = float_to_bf16(x * scale);
-    row[d + 1] = float_to_bf16(y * scale);
-  }
-  if (n % 2) {
-    float x, y;
-    rng.uniform_pm1_pair(x, y);
-    row[n - 1] = float_to_bf16(x * scale);
-  }
-}
 
 namespace {
 
@@ -88,9 +75,7 @@ class HugeProfile : public StreamedProfile {
   void filler_row(uint16_t* row) override { near_sign(fill_, key_scale_, row); }
 
  private:
-  void near_sign(Rng& rng, double scale, uint16_t* row) const {
-    for (int d = 0; d < kRowDims; ++d) row[d] = double_to_bf16(scale * (sign_[d] + rng.uniform(-0.5, 0.5)));
-  }
+  void near_sign(Rng& rng, double scale, uint16_t* row) const { fill_near(rng, scale, sign_, -0.5, 0.5, row, kRowDims); }
   double key_scale_;
   double sign_[kRowDims];
 };
@@ -159,9 +144,7 @@ class AdversarialProfile : public StreamedProfile {
   }
 
  private:
-  void huge_row(Rng& rng, uint16_t* row) const {
-    for (int d = 0; d < kRowDims; ++d) row[d] = double_to_bf16(big_ * (sign_[d] + rng.uniform(-1.0 / 64, 1.0 / 64)));
-  }
+  void huge_row(Rng& rng, uint16_t* row) const { fill_near(rng, big_, sign_, -1.0 / 64, 1.0 / 64, row, kRowDims); }
   double big_;
   double sign_[kRowDims];
   std::set<std::pair<int, int>> huge_tokens_;

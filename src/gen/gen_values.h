@@ -9,6 +9,7 @@
 #include "case.h"
 #include "gen_layout.h"
 #include "gen_rng.h"
+#include "gen_rows.h"
 #include "generate.h"
 
 namespace vattn::gen {
@@ -43,9 +44,6 @@ class StreamedProfile : public ValueProfile {
         fill_(r.seed, kFillStream), setup_(r.seed, kSetupStream) {}
   Rng pool_, draft_, query_, fill_, setup_;
 };
-
-// n values uniform in (-scale, scale), rounded to bf16.
-void fill_uniform(Rng& rng, uint16_t* row, int n, float scale = 1.0f);
 
 std::unique_ptr<ValueProfile> make_profile(const Recipe& r);
 

@@ -15,6 +15,8 @@
 #include "bf16.h"
 #include "case.h"
 #include "case_file.h"
+#include "gen_rng.h"
+#include "gen_rows.h"
 #include "generate.h"
 
 using vattn::Case;
@@ -473,6 +475,57 @@ TEST_CASE("every fixture is what its recipe generates today", "[generate][fixtur
       CHECK(now.draft_mask_indptr == stored.draft_mask_indptr);
       CHECK(now.draft_parent == stored.draft_parent);
       CHECK(stored.find_output("oracle_fp64") != nullptr);
+    }
+  }
+}
+
+// gen_rows.cpp is compiled twice on x86-64 (AVX-512 and the baseline) and one is picked at load
+// time; whichever runs here must give the bits of the plain loops below, or a recipe would make
+// different cases on different CPUs.
+TEST_CASE("the row fillers give the bits of their scalar definitions", "[generate]") {
+  using vattn::gen::Rng;
+  constexpr int n = 576, pairs = 32;
+  std::vector<double> scale(n), centre(n), theta(pairs), amp(pairs), phase(pairs);
+  Rng setup(99, 1);
+  for (double& x : scale) x = 0.5 + 20 * setup.uniform01();
+  for (double& x : centre) x = setup.chance(0.5) ? 1.0 : -1.0;
+  for (int i = 0; i < pairs; ++i) {
+    theta[static_cast<size_t>(i)] = std::ldexp(1.0, -i / 2);
+    amp[static_cast<size_t>(i)] = 0.5 + setup.uniform01();
+    phase[static_cast<size_t>(i)] = 6.283185307179586 * setup.uniform01();
+  }
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    INFO("seed " << seed);
+    const int len = seed % 2 ? n : n - 1 - static_cast<int>(seed);  // odd lengths and tails too
+    std::vector<uint16_t> got(n, 0), want(n, 0);
+    Rng a(seed, 5), b(seed, 5);
+    const float fscale = seed % 3 ? 1.0f : 1e-30f;
+    vattn::gen::fill_uniform(a, got.data(), len, fscale);
+    for (int d = 0; d < len; d += 2) {
+      float x, y;
+      b.uniform_pm1_pair(x, y);
+      want[static_cast<size_t>(d)] = vattn::float_to_bf16(x * fscale);
+      if (d + 1 < len) want[static_cast<size_t>(d) + 1] = vattn::float_to_bf16(y * fscale);
+    }
+    CHECK(got == want);
+    vattn::gen::fill_scaled_normalish(a, scale.data(), got.data(), len);
+    for (int d = 0; d < len; ++d) want[static_cast<size_t>(d)] = vattn::double_to_bf16(scale[static_cast<size_t>(d)] * b.normalish());
+    CHECK(got == want);
+    vattn::gen::fill_near(a, 70.0 / (seed + 1), centre.data(), -0.5, 0.5, got.data(), len);
+    for (int d = 0; d < len; ++d)
+      want[static_cast<size_t>(d)] = vattn::double_to_bf16(70.0 / (seed + 1) * (centre[static_cast<size_t>(d)] + b.uniform(-0.5, 0.5)));
+    CHECK(got == want);
+    CHECK(a.next() == b.next());  // both streams consumed the same number of draws
+    const double pos = static_cast<double>(seed * 40503 % 262144);
+    for (const double* ph : {static_cast<const double*>(nullptr), static_cast<const double*>(phase.data())}) {
+      vattn::gen::fill_rope(pos, theta.data(), amp.data(), ph, got.data(), pairs);
+      for (size_t i = 0; i < pairs; ++i) {
+        double s, c;
+        vattn::gen::sincos_det(ph ? pos * theta[i] + ph[i] : pos * theta[i], s, c);
+        want[2 * i] = vattn::double_to_bf16(amp[i] * c);
+        want[2 * i + 1] = vattn::double_to_bf16(amp[i] * s);
+      }
+      CHECK(got == want);
     }
   }
 }
