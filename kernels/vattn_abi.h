@@ -39,7 +39,7 @@ typedef enum vattn_status {
   VATTN_ERR_INVALID_ARGUMENT = 1, /* null pointer, negative count, bad scale */
   VATTN_ERR_UNSUPPORTED = 2,      /* dims/heads this revision does not implement */
   VATTN_ERR_LIMITS = 3,           /* host-known count beyond the plan limits */
-  VATTN_ERR_WORKSPACE = 4,        /* workspace null, misaligned or smaller than planned */
+  VATTN_ERR_WORKSPACE = 4,        /* workspace null, not 256-byte aligned or smaller than planned */
   VATTN_ERR_CUDA = 5              /* a launch failed (cudaGetLastError after enqueue) */
 } vattn_status;
 

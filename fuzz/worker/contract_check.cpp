@@ -17,7 +17,7 @@ namespace {
 struct Break {
   std::string what;                    // e.g. "d_v = 513"
   std::vector<vattn_status> expected;  // any of these (where vattn_abi.h allows two readings)
-  std::function<void(vattn_args&, size_t& ws_bytes, void*& ws)> apply;
+  std::function<void(vattn_args&, vattn_limits&, size_t& ws_bytes, void*& ws)> apply;
 };
 
 std::string status_name(const vattn_revision* api, vattn_status s) {
@@ -42,7 +42,7 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
                      LIMITS = VATTN_ERR_LIMITS, WORKSPACE = VATTN_ERR_WORKSPACE;
   std::vector<Break> breaks;
   auto pointer = [&](const char* name, auto member) {
-    breaks.push_back({std::string(name) + " = null", {INVALID}, [member](vattn_args& a, size_t&, void*&) {
+    breaks.push_back({std::string(name) + " = null", {INVALID}, [member](vattn_args& a, vattn_limits&, size_t&, void*&) {
                         a.*member = nullptr;
                       }});
   };
@@ -57,7 +57,7 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
   pointer("out", &vattn_args::out);
   pointer("lse", &vattn_args::lse);
   auto field = [&](std::string what, std::vector<vattn_status> expected, std::function<void(vattn_args&)> f) {
-    breaks.push_back({std::move(what), std::move(expected), [f](vattn_args& a, size_t&, void*&) { f(a); }});
+    breaks.push_back({std::move(what), std::move(expected), [f](vattn_args& a, vattn_limits&, size_t&, void*&) { f(a); }});
   };
   field("n_slots = -1", {INVALID}, [](vattn_args& a) { a.n_slots = -1; });
   field("n_q = 0", {INVALID}, [](vattn_args& a) { a.n_q = 0; });
@@ -83,8 +83,35 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
   if (lim.num_heads > 1) field("num_heads = plan - 1", {LIMITS}, [](vattn_args& a) { a.num_heads -= 1; });
   field("num_requests = plan + 1", {LIMITS}, [lim](vattn_args& a) { a.num_requests = lim.max_requests + 1; });
   field("n_q = plan + 1", {LIMITS}, [lim](vattn_args& a) { a.n_q = lim.max_total_drafts + 1; });
-  breaks.push_back({"workspace = null", {WORKSPACE}, [](vattn_args&, size_t&, void*& ws) { ws = nullptr; }});
-  breaks.push_back({"workspace 1 byte short", {WORKSPACE}, [](vattn_args&, size_t& n, void*&) { n -= 1; }});
+  // Limits outside what the revision can plan (vattn_abi.h: the limits are checked like the
+  // arguments; a revision may call them invalid, beyond its limits or unsupported).
+  auto limit = [&](std::string what, std::function<void(vattn_limits&)> f) {
+    breaks.push_back({"limits." + std::move(what), {INVALID, LIMITS, UNSUPPORTED},
+                      [f](vattn_args&, vattn_limits& l, size_t&, void*&) { f(l); }});
+  };
+  limit("max_requests = 0", [](vattn_limits& l) { l.max_requests = 0; });
+  limit("max_requests = caps + 1", [&caps](vattn_limits& l) { l.max_requests = caps.max_requests + 1; });
+  limit("max_total_drafts = 0", [](vattn_limits& l) { l.max_total_drafts = 0; });
+  limit("max_drafts_per_request = 0", [](vattn_limits& l) { l.max_drafts_per_request = 0; });
+  limit("max_drafts_per_request = caps + 1",
+        [&caps](vattn_limits& l) { l.max_drafts_per_request = caps.max_drafts_per_request + 1; });
+  limit("max_splits = 0", [](vattn_limits& l) { l.max_splits = 0; });
+  limit("max_splits = caps + 1", [&caps](vattn_limits& l) { l.max_splits = caps.max_splits + 1; });
+  // The workspace: the size the revision asks for is the reference (the runner's buffer is
+  // larger, so a misaligned pointer with the full size still lies inside it).
+  size_t need = 0;
+  if (api->workspace_size(&lim, &need) != VATTN_OK) return "workspace_size() refused the campaign's limits";
+  breaks.push_back({"workspace = null", {WORKSPACE}, [](vattn_args&, vattn_limits&, size_t&, void*& ws) { ws = nullptr; }});
+  breaks.push_back({"workspace 1 byte short", {WORKSPACE}, [need](vattn_args&, vattn_limits&, size_t& n, void*&) {
+                      n = need - 1;
+                    }});
+  if (runner.workspace().bytes() >= need + 16) {
+    breaks.push_back({"workspace 16 bytes past a 256-byte boundary", {WORKSPACE},
+                      [need](vattn_args&, vattn_limits&, size_t& n, void*& ws) {
+                        ws = static_cast<char*>(ws) + 16;
+                        n = need;
+                      }});
+  }
 
   DeviceBuffer& wsb = runner.workspace();
   dc.poison_outputs();
@@ -92,10 +119,11 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
   const vattn_args good = dc.kernel_args();
   for (const Break& b : breaks) {
     vattn_args a = good;
+    vattn_limits l = lim;
     size_t ws_bytes = wsb.bytes();
     void* ws = wsb.data();
-    b.apply(a, ws_bytes, ws);
-    const vattn_status got = api->run(&a, &lim, ws, ws_bytes, nullptr);
+    b.apply(a, l, ws_bytes, ws);
+    const vattn_status got = api->run(&a, &l, ws, ws_bytes, nullptr);
     bool ok = false;
     for (vattn_status e : b.expected) ok |= got == e;
     if (!ok) {

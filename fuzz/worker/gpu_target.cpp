@@ -14,6 +14,7 @@
 #include "contract_check.h"
 #include "cuda_check.h"
 #include "device_case.h"
+#include "draft_poison.h"
 #include "kernel_runner.h"
 #include "naive_runner.h"
 #include "partials_check.h"
@@ -43,7 +44,13 @@ bool zero_q_applies(const Recipe& r) { return r.profile == "uniform" || r.profil
 struct FaultPlan {
   uint32_t expect = 0;   // error bits of which at least one must be set
   int request = -1;      // whose rows must come out NaN (-1: none checked)
+  bool others_right = true;  // the other requests' rows must still match the oracle
 };
+
+// Outputs are filled with this byte before a faulted run (0x3f3f as bf16 and 0x3f3f3f3f as fp32
+// are about 0.75): the rows the fault affects must then be written as NaN by the kernel, where the
+// usual NaN poison would let a kernel that writes nothing pass.
+constexpr unsigned char kFaultedOutputFill = 0x3f;
 
 class GpuTarget : public Target {
  public:
@@ -119,6 +126,10 @@ class GpuTarget : public Target {
       const int32_t over = c.qo_indptr[static_cast<size_t>(B) - 1] + limits.max_drafts_per_request + 1;
       VATTN_CUDA(cudaMemcpy(dc.qo_indptr.as<int32_t>() + B, &over, sizeof over, cudaMemcpyHostToDevice));
       f.expect = VATTN_DEVERR_LIMITS | VATTN_DEVERR_INDPTR;
+      // The request over the limit is affected; whether a revision also stops the others (split-v1
+      // makes every row NaN) is its choice (docs/verify-attention.md, device errors).
+      f.request = B - 1;
+      f.others_right = false;
       return f;
     }
     std::vector<int> with_prefix;
@@ -162,7 +173,23 @@ class GpuTarget : public Target {
     std::shared_ptr<RunResult> res;
     {
       Phase p(kernel_s_);
-      res = std::make_shared<RunResult>(runner.run(*dc, r.splits));
+      res = std::make_shared<RunResult>(runner.run(*dc, r.splits, nullptr, faulted ? kFaultedOutputFill : 0xFF));
+    }
+    // The partly-visible-poison property (draft_poison.h) on every case that has such a draft:
+    // one KV row up and back, one more kernel run.
+    auto poison = std::make_shared<DraftPoison>();
+    auto poisoned = std::make_shared<RunResult>();
+    if (!faulted && res->ok()) {
+      *poison = partly_visible_draft_poison(c, r.seed);
+      if (poison->applies()) {
+        Phase p(kernel_s_);
+        uint16_t* row = dc->kv_draft.as<uint16_t>() + poison->kv_draft_row(c) * c.d_qk;
+        const size_t bytes = poison->row.size() * sizeof(uint16_t);
+        VATTN_CUDA(cudaMemcpy(row, poison->row.data(), bytes, cudaMemcpyHostToDevice));
+        *poisoned = runner.run(*dc, r.splits);
+        VATTN_CUDA(cudaMemcpy(row, &c.kv_draft[static_cast<size_t>(poison->kv_draft_row(c) * c.d_qk)], bytes,
+                              cudaMemcpyHostToDevice));
+      }
     }
     // The fp32-partials property on the same case with every query zero (see partials_problem).
     auto zero_out = std::make_shared<std::vector<float>>();
@@ -190,7 +217,7 @@ class GpuTarget : public Target {
     // The closure keeps the device case: it is freed on the pool thread that checks it
     // (cudaFree waits for the device), not on the main thread.
     return [&c, r, res, naive, gpu_oracle, fault, zero_out, zero_single, zero_ref, zero_abs, zero_splits, target,
-            dc, contract](const ReproRequest& repro) {
+            dc, contract, poison, poisoned, rev_api = rev_.api](const ReproRequest& repro) {
       Verdict v;
       Reference ref64, bf16;
       const Reference* ref = naive.get();
@@ -249,7 +276,7 @@ class GpuTarget : public Target {
             for (int64_t d = 0; d < dv; ++d)
               out[static_cast<size_t>(row * dv + d)] = static_cast<float>(ref->out[static_cast<size_t>(row * dv + d)]);
           }
-          if (v.verdict == "pass") {
+          if (v.verdict == "pass" && fault.others_right) {
             v = compare_verdict(c, *ref, nullptr, out, lse, oracle, target);
             v.device_error = res->device_error;  // the error-word path this case reached (coverage)
             if (v.failed()) v.check = "fault " + r.fault + ": other rows vs oracle";
@@ -263,6 +290,19 @@ class GpuTarget : public Target {
         references();
         v = compare_verdict(c, *ref, yardstick, res->out, res->lse, oracle, target);
         v.device_error = res->device_error;
+        if (!v.failed() && poison->applies()) {
+          std::string bad;
+          if (!poisoned->ok()) {
+            bad = poison->label() + ": the poisoned run failed: " + poisoned->problem(rev_api);
+          } else {
+            bad = poisoned_draft_problem(c, *ref, *poison, res->out, res->lse, poisoned->out, poisoned->lse);
+          }
+          if (!bad.empty()) {
+            v.verdict = "wrong";
+            v.check = "partly visible poison";
+            v.detail = bad;
+          }
+        }
         if (!v.failed() && !zero_out->empty()) {
           const std::string bad = partials_problem(*zero_out, *zero_single, *zero_ref, *zero_abs, zero_splits);
           if (!bad.empty()) {

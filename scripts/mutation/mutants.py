@@ -169,9 +169,36 @@ def build_one(nvcc, out, r):
         return {"status": "compiled", "key": key, "so": os.path.relpath(so, out)}
 
 
+def toolchain(nvcc):
+    """The compilers' versions: equal sources give equal keys only under the same toolchain."""
+    h = hashlib.sha256()
+    for cmd in ([nvcc, "--version"], [os.environ.get("CXX", "c++"), "--version"]):
+        try:
+            h.update(subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.encode())
+        except OSError:
+            h.update(b"?")
+    return h.hexdigest()[:16]
+
+
 def cmd_build(a):
     d = load(a.out)
     nvcc = a.nvcc or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    tc = toolchain(nvcc)
+    if d.get("toolchain") not in (None, tc):
+        # Keys made by other compilers (say, built on this machine, judged on the GPU machine, whose
+        # host compiler differs) cannot be compared with this one's: the original and every
+        # candidate whose library is not here are keyed again. Stillborn and equivalent mutants
+        # keep their status: the device code comes from the same nvcc release.
+        again = [r for r in d["mutants"] if r["status"] in ("candidate", "duplicate")
+                 and not os.path.exists(os.path.join(a.out, r.get("so", "-")))]
+        print(f"build: another toolchain built {a.out} before; keying the original and {len(again)} candidates again",
+              flush=True)
+        for r in again:
+            for k in ("key", "so", "same_as"):
+                r.pop(k, None)
+            r["status"] = "generated"
+        d.pop("original_key", None)
+    d["toolchain"] = tc
     if "original_key" not in d:
         res = build_one(nvcc, a.out, None)
         if res["status"] != "compiled":

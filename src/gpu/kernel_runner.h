@@ -36,7 +36,9 @@ class KernelRunner {
   // Enqueue only: what a serving step (or a graph capture) does.
   vattn_status enqueue(const DeviceCase& dc, cudaStream_t stream);
   // Poison, set the split count, run, synchronise, collect everything.
-  RunResult run(DeviceCase& dc, int forced_splits, cudaStream_t stream = nullptr);
+  // Outputs are filled with `output_fill` bytes first (0xFF: NaN as bf16 and fp32, so what a
+  // kernel leaves unwritten shows; a finite fill where it must write NaN).
+  RunResult run(DeviceCase& dc, int forced_splits, cudaStream_t stream = nullptr, unsigned char output_fill = 0xFF);
   uint32_t read_device_error() const;
 
  private:

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "bf16.h"
+#include "draft_poison.h"
 #include "naive_runner.h"
 #include "tolerance.h"
 
@@ -100,17 +101,7 @@ std::string head_difference(const Case& c, const RunResult& all, int head, const
 }
 
 std::string split_disagreement(const Case& c, const Reference& naive, const RunResult& x, const RunResult& y) {
-  Reference around_y = naive;  // bound scales (abs_pv, lse_scale) from the oracle, centre at y
-  around_y.out.assign(y.out.begin(), y.out.end());
-  around_y.lse.assign(y.lse.begin(), y.lse.end());
-  Tolerance tol;
-  tol.c_pv *= 2;
-  tol.c_out *= 2;
-  tol.lse_c *= 2;
-  tol.max_score *= 2;
-  tol.max_ratio = 1e30;  // two kernel runs: there is no bf16-emulating yardstick here
-  const CompareReport rep = compare(c, around_y, around_y, x.out, x.lse, "x vs y", tol);
-  return rep.pass ? "" : rep.detail();
+  return runs_disagreement(c, naive, x.out, x.lse, y.out, y.lse);
 }
 
 Case permute_slots(const Case& c, uint64_t seed) {
@@ -162,59 +153,26 @@ Case poison_outside_key_sets(const Case& c, uint64_t seed) {
 }
 
 PoisonedDraft poison_partly_visible_draft(const Case& c, uint64_t seed) {
+  const DraftPoison dp = partly_visible_draft_poison(c, seed);
   PoisonedDraft p;
-  const int B = c.num_requests();
-  for (int n = 0; n < B && p.request < 0; ++n) {
-    const int b = static_cast<int>((seed + static_cast<uint64_t>(n)) % static_cast<uint64_t>(B));
-    const int t = c.drafts(b);
-    for (int m = 0; m < t && p.request < 0; ++m) {
-      const int j = static_cast<int>((seed / 7 + static_cast<uint64_t>(m)) % static_cast<uint64_t>(t));
-      bool seen = false, unseen = false;
-      for (int i = 0; i < t; ++i) (c.visible(b, i, j) ? seen : unseen) = true;
-      if (seen && unseen) p.request = b, p.draft = j;
-    }
-  }
   p.c = c;
   p.c.outputs.clear();
-  if (p.request < 0) return p;
-  const size_t d = static_cast<size_t>(c.d_qk);
-  uint16_t* row = p.c.kv_draft.data() + static_cast<size_t>(c.qo_indptr[static_cast<size_t>(p.request)] + p.draft) * d;
-  switch (seed % 3) {
-    case 0:  // the whole row: K and V
-      std::fill(row, row + d, kBf16QuietNaN);
-      p.nan_in_k = true;
-      break;
-    case 1:  // one of the first d_v columns (V, and K's first d_v columns: the same row) +-Inf
-      row[(seed / 3) % static_cast<uint64_t>(c.d_v)] = (seed / 3) % 2 ? kBf16PosInf : kBf16NegInf;
-      break;
-    default:  // one column past d_v (K only) NaN, and one of the first d_v columns +Inf
-      row[static_cast<size_t>(c.d_v) + (seed / 3) % static_cast<uint64_t>(c.d_qk - c.d_v)] = kBf16QuietNaN;
-      row[(seed / 5) % static_cast<uint64_t>(c.d_v)] = kBf16PosInf;
-      p.nan_in_k = true;
-      break;
-  }
+  if (!dp.applies()) return p;
+  p.request = dp.request;
+  p.draft = dp.draft;
+  p.nan_in_k = dp.nan_in_k;
+  std::copy(dp.row.begin(), dp.row.end(),
+            p.c.kv_draft.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dp.kv_draft_row(c)) * dp.row.size()));
   return p;
 }
 
 std::string poisoned_draft_difference(const Case& c, const Reference& naive, const PoisonedDraft& p,
                                       const RunResult& clean, const RunResult& poisoned) {
-  if (clean.out.size() != poisoned.out.size() || clean.lse.size() != poisoned.lse.size()) return "output sizes differ";
-  const int64_t H = c.num_heads, dv = c.d_v;
-  const int64_t q0 = c.qo_indptr[static_cast<size_t>(p.request)];
-  RunResult others = poisoned;  // the rows that see the draft replaced by the clean run's
-  for (int64_t r = 0; r < static_cast<int64_t>(clean.lse.size()); ++r) {
-    const int64_t q = r / H;
-    if (q < q0 || q >= q0 + c.drafts(p.request) || !c.visible(p.request, static_cast<int>(q - q0), p.draft)) continue;
-    if (p.nan_in_k) {
-      bool nonfinite = !std::isfinite(poisoned.lse[static_cast<size_t>(r)]);
-      for (int64_t d = 0; d < dv && !nonfinite; ++d) nonfinite = !std::isfinite(poisoned.out[static_cast<size_t>(r * dv + d)]);
-      if (!nonfinite) return row_name(c, r) + " sees a draft whose K holds a NaN, yet its output is finite";
-    }
-    others.lse[static_cast<size_t>(r)] = clean.lse[static_cast<size_t>(r)];
-    std::copy_n(clean.out.begin() + r * dv, dv, others.out.begin() + r * dv);
-  }
-  const std::string diff = split_disagreement(c, naive, others, clean);
-  return diff.empty() ? "" : "the rows that cannot see the poisoned draft moved: " + diff;
+  DraftPoison dp;
+  dp.request = p.request;
+  dp.draft = p.draft;
+  dp.nan_in_k = p.nan_in_k;
+  return poisoned_draft_problem(c, naive, dp, clean.out, clean.lse, poisoned.out, poisoned.lse);
 }
 
 PoisonCheck check_partly_visible_poison(const Case& c, int splits, uint64_t seed, const std::string& revision) {
