@@ -85,9 +85,12 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
   field("n_q = plan + 1", {LIMITS}, [lim](vattn_args& a) { a.n_q = lim.max_total_drafts + 1; });
   // Limits outside what the revision can plan (vattn_abi.h: the limits are checked like the
   // arguments; a revision may call them invalid, beyond its limits or unsupported).
+  // workspace_size(), the planning call, must refuse them as well.
+  std::vector<std::pair<std::string, std::function<void(vattn_limits&)>>> plan_breaks;
   auto limit = [&](std::string what, std::function<void(vattn_limits&)> f) {
-    breaks.push_back({"limits." + std::move(what), {INVALID, LIMITS, UNSUPPORTED},
+    breaks.push_back({"limits." + what, {INVALID, LIMITS, UNSUPPORTED},
                       [f](vattn_args&, vattn_limits& l, size_t&, void*&) { f(l); }});
+    plan_breaks.emplace_back("limits." + what, f);
   };
   limit("max_requests = 0", [](vattn_limits& l) { l.max_requests = 0; });
   limit("max_requests = caps + 1", [&caps](vattn_limits& l) { l.max_requests = caps.max_requests + 1; });
@@ -111,6 +114,15 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
                         ws = static_cast<char*>(ws) + 16;
                         n = need;
                       }});
+  }
+
+  for (const auto& [what, f] : plan_breaks) {
+    vattn_limits l = lim;
+    f(l);
+    size_t n = 0;
+    const vattn_status got = api->workspace_size(&l, &n);
+    if (got == VATTN_OK) return "workspace_size() with " + what + " returned " + status_name(api, got) + " (" +
+                                std::to_string(n) + " bytes), expected a refusal";
   }
 
   DeviceBuffer& wsb = runner.workspace();

@@ -316,6 +316,13 @@ def change_of(diff):
     return {"-": "\n".join(minus), "+": "\n".join(plus)}
 
 
+# equivalent: no input can tell it from the original (it leaves the denominator);
+# killed-by-new-check: a check added since kills it (the next run must show it killed);
+# not-observable: it does differ, but only in a way no output can show (say, an ordering the
+# hardware does not exhibit); it stays a survivor in the denominator, with the reason recorded.
+VERDICTS = ("equivalent", "killed-by-new-check", "not-observable")
+
+
 def load_verdicts(path):
     """scripts/mutation/verdicts.json: survivors' verdicts, kept in the repo, keyed by file and change."""
     try:
@@ -329,8 +336,8 @@ def load_verdicts(path):
         die(f"{path}: not a vattn-mutant-verdicts version 1 file")
     out = {}
     for i, e in enumerate(v.get("verdicts", [])):
-        if e.get("verdict") not in ("equivalent", "killed-by-new-check") or not e.get("why") or "file" not in e:
-            die(f"{path}: verdict {i}: needs file, change, verdict (equivalent | killed-by-new-check) and why")
+        if e.get("verdict") not in VERDICTS or not e.get("why") or "file" not in e:
+            die(f"{path}: verdict {i}: needs file, change, verdict ({' | '.join(VERDICTS)}) and why")
         out[(e["file"], e["change"]["-"], e["change"]["+"])] = e
     return out
 
@@ -381,6 +388,10 @@ def cmd_report(a):
     if still:
         lines += [f"**{len(still)} survivor(s) whose verdict says a new check kills them survived: "
                   + ", ".join(r["id"] for r in still) + "**", ""]
+    unseen = [r for r in survived if r["verdict"] == "not-observable"]
+    if unseen:
+        lines += [f"{len(unseen)} survivor(s) differ where no output can show it (verdict not-observable, counted as "
+                  "survivors): " + ", ".join(r["id"] for r in unseen), ""]
     if [r for r in survived if r["verdict"] == "open"]:
         lines += ["Survivors without a verdict: " + ", ".join(r["id"] for r in survived if r["verdict"] == "open"), ""]
     if kill_times:

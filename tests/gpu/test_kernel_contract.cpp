@@ -61,7 +61,16 @@ TEST_CASE("host-known problems are refused with an error code, nothing enqueued"
   bad = a;
   bad.num_requests = lim.max_requests + 1;
   CHECK(run_with(bad, lim, ws) == VATTN_ERR_LIMITS);
-  CHECK(run_with(a, lim, ws - 256) == VATTN_ERR_WORKSPACE);
+  size_t need = 0;
+  REQUIRE(rev.api->workspace_size(&lim, &need) == VATTN_OK);
+  REQUIRE(need <= ws);
+  CHECK(run_with(a, lim, need - 1) == VATTN_ERR_WORKSPACE);
+  // Limits it cannot plan: refused by workspace_size() and by run().
+  vattn_limits zero = lim;
+  zero.max_requests = 0;
+  size_t n = 0;
+  CHECK(rev.api->workspace_size(&zero, &n) != VATTN_OK);
+  CHECK(run_with(a, zero, ws) != VATTN_OK);
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
 }
 
