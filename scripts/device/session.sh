@@ -13,6 +13,8 @@
 #   fuzz-v1   vattn fuzz against split-v1 for $VATTN_FUZZ_MINUTES (default 5) minutes: throughput
 #   fuzz-ab   split-v1 for $VATTN_AB_SECONDS (default 60) s each: as is, VATTN_FUZZ_BLOCKING_SYNC=1,
 #             --threads = all cores, VATTN_FUZZ_PLAIN_UPLOAD=1 (cases/s and where the time goes)
+#   python    scripts/device/python_step.sh: SGLang's Triton kernel as a producer and the capture
+#             hook around it, replayed against the oracle and split-v1 (.device/sglang-files)
 #   mutation  scripts/device/mutation_step.sh on $VATTN_MUTANTS (default .device-mutants, made
 #             here with scripts/mutation/mutants.py generate/build): 60 s per mutant,
 #             $VATTN_MUTANT_PARALLEL (12) at a time, none started past $VATTN_MUTANT_SECONDS (300)
@@ -28,8 +30,8 @@ if [ $# -eq 0 ]; then steps="tests planted replay graph bench"; else steps="$*";
 # Every step name is checked before any step runs: a typo must not cost a device session.
 for step in "$@"; do
   case $step in
-    tests|planted|repro|sanitize|replay|graph|bench|probe|fuzz-planted|fuzz-v1|fuzz-ab|mutation) ;;
-    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench probe fuzz-planted fuzz-v1 fuzz-ab mutation; --help)" >&2; exit 2 ;;
+    tests|planted|repro|sanitize|replay|graph|bench|probe|fuzz-planted|fuzz-v1|fuzz-ab|mutation|python) ;;
+    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench probe fuzz-planted fuzz-v1 fuzz-ab mutation python; --help)" >&2; exit 2 ;;
   esac
 done
 export VATTN_REQUIRE_GPU=1  # a GPU machine: GPU tests that cannot see the device fail, not skip
@@ -105,6 +107,7 @@ for step in $steps; do
       bash "$root/scripts/device/mutation_step.sh" "${VATTN_MUTANTS:-$root/.device-mutants}" 60 \
         "${VATTN_MUTANT_PARALLEL:-12}" 0 "${VATTN_MUTANT_SECONDS:-300}" 2>&1 | grep -E "^(build|run):|Score|killed by|Survivors|^###"
       [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
+    python) bash "$root/scripts/device/python_step.sh" || rc=1 ;;
     probe) for groups in 4 16; do
              "$b/src/gpu/vattn_ceiling_probe" --row-groups $groups 2>&1 | tee "$out/probe-$groups.log"
              [ "${PIPESTATUS[0]}" = 0 ] || rc=1

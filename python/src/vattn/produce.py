@@ -8,7 +8,8 @@ Producers:
   sglang-triton    SGLang's Triton extend_attention_fwd (the target_verify kernel of its Triton
                    backend), MLA: k_buffer rows of 576, V their first 512 columns, the custom mask
                    T_b x (P_b + T_b) with the prefix visible; it writes a natural-log lse.
-                   Needs torch, sglang and a GPU.
+                   Needs torch, a GPU and sglang, or only the kernel's files out of its wheel
+                   (--sglang-files; see vattn.sglang_files).
   flashinfer       FlashInfer's MLA (BatchMLAPagedAttentionWrapper, page size 1). It has no tree
                    mask: a case runs only when every request's drafts form a chain (its causal
                    mask); the others are skipped, and the reason is printed. Needs torch,
@@ -104,20 +105,36 @@ def _bf16_tensor(torch, bits, device):
 class SglangTriton:
     name = "sglang-triton"
 
-    def __init__(self):
+    def __init__(self, sglang_files=None):
         self.torch = _torch()
+        if sglang_files:  # the kernel's own files out of a wheel, without the rest of SGLang
+            from .sglang_files import SglangFilesError, load
+
+            try:
+                mod, version = load(sglang_files)
+            except SglangFilesError as e:
+                raise MissingDependency(str(e))
+            except ImportError as e:
+                raise MissingDependency(f"SGLang's kernel files in {sglang_files} need a module missing here ({e})")
+            self.fwd = mod.extend_attention_fwd
+            self.description = (f"SGLang {version} Triton extend_attention_fwd (target_verify path), its source files "
+                                "loaded alone (vattn.sglang_files: sglang.srt.utils helpers stood in for)")
+            return
         try:
             import sglang
             from sglang.kernels.ops.attention.extend_attention import extend_attention_fwd
         except ImportError as e:
-            raise MissingDependency(f"needs sglang with sglang.kernels.ops.attention.extend_attention ({e})")
+            raise MissingDependency(f"needs sglang with sglang.kernels.ops.attention.extend_attention ({e}); or "
+                                    "--sglang-files DIR (python3 -m vattn.sglang_files extract WHEEL DIR)")
         self.fwd = extend_attention_fwd
         self.description = f"SGLang {getattr(sglang, '__version__', '?')} Triton extend_attention_fwd (target_verify path)"
 
     def skip_reason(self, c):
         return not_mla(c)
 
-    def run(self, c):
+    def arguments(self, c):
+        """Case c as SGLang's Triton backend calls extend_attention_fwd in target_verify mode:
+        (the sixteen positional arguments, q .. sm_scale, in its order; o; lse), on the GPU."""
         torch, dev = self.torch, "cuda"
         n_q, H = c.q.shape[0], c.num_heads
         T = np.diff(c.qo_indptr)
@@ -130,15 +147,19 @@ class SglangTriton:
         k_ext = _bf16_tensor(torch, c.kv_draft, dev).reshape(n_q, 1, D_QK)
         o = torch.empty((n_q, H, D_V), dtype=torch.bfloat16, device=dev)
         lse = torch.empty((n_q, H), dtype=torch.float32, device=dev)
-        self.fwd(_bf16_tensor(torch, c.q, dev).reshape(n_q, H, D_QK), k_ext, k_ext[..., :D_V].contiguous(), o,
-                 k_buffer, k_buffer[..., :D_V], torch.from_numpy(c.qo_indptr.astype(np.int32)).to(dev),
-                 torch.from_numpy(c.kv_indptr.astype(np.int32)).to(dev),
-                 torch.from_numpy(c.kv_indices.astype(np.int64)).to(dev),
-                 torch.from_numpy(np.concatenate(masks) if masks else np.zeros(0, bool)).to(dev), False,
-                 torch.from_numpy(mask_indptr).to(dev), int(T.max()), 1.0, 1.0, sm_scale=float(c.sm_scale),
-                 lse_extend=lse)
-        torch.cuda.synchronize()
-        return o.view(torch.int16).cpu().numpy().view(np.uint16), lse.cpu().numpy()
+        args = (_bf16_tensor(torch, c.q, dev).reshape(n_q, H, D_QK), k_ext, k_ext[..., :D_V].contiguous(), o,
+                k_buffer, k_buffer[..., :D_V], torch.from_numpy(c.qo_indptr.astype(np.int32)).to(dev),
+                torch.from_numpy(c.kv_indptr.astype(np.int32)).to(dev),
+                torch.from_numpy(c.kv_indices.astype(np.int64)).to(dev),
+                torch.from_numpy(np.concatenate(masks) if masks else np.zeros(0, bool)).to(dev), False,
+                torch.from_numpy(mask_indptr).to(dev), int(T.max()), 1.0, 1.0, float(c.sm_scale))
+        return args, o, lse
+
+    def run(self, c):
+        args, o, lse = self.arguments(c)
+        self.fwd(*args, lse_extend=lse)
+        self.torch.cuda.synchronize()
+        return o.view(self.torch.int16).cpu().numpy().view(np.uint16), lse.cpu().numpy()
 
 
 class FlashInferMla:
@@ -193,10 +214,15 @@ def main(argv=None):
                                  epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--producer", required=True, choices=sorted(PRODUCERS))
     ap.add_argument("--output-dir", help="write copies here instead of adding to the files in place")
+    ap.add_argument("--sglang-files", metavar="DIR",
+                    help="sglang-triton: load SGLang's kernel from the files `python3 -m vattn.sglang_files extract "
+                         "WHEEL DIR` copied out of a wheel, not from an installed sglang")
     ap.add_argument("files", nargs="+", metavar="FILE")
     a = ap.parse_args(argv)
+    if a.sglang_files and a.producer != "sglang-triton":
+        ap.error("--sglang-files is for --producer sglang-triton")
     try:
-        producer = PRODUCERS[a.producer]()
+        producer = SglangTriton(a.sglang_files) if a.producer == "sglang-triton" else PRODUCERS[a.producer]()
     except MissingDependency as e:
         print(f"vattn.produce: --producer {a.producer}: {e}", file=sys.stderr)
         return 2
