@@ -39,3 +39,4 @@ code=$?; grep -E "serving|kernel:|replay:" "$out/replay-capture.log" | tail -12;
 [ $code = 0 ] || rc=1
 echo "python_step: exit $rc"
 exit $rc
+# SPDX-License-Identifier: Apache-2.0
