@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gpu_target.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -314,7 +315,19 @@ class GpuTarget : public Target {
       }
       if (repro.wanted(v)) {
         if (ref->out.empty()) references();
-        write_repro_file(c, repro.path, target, ref, oracle, &res->out, &res->lse, v.signature() + ": " + v.detail);
+        if (v.check == "partly visible poison" && !gpu_oracle && poisoned->ok()) {
+          // The evidence is the poisoned case: its inputs, its float64 oracle and the kernel's
+          // output on it, so `vattn replay` of the file fails where the rows moved. (A large case
+          // keeps the clean one: its oracle is the naive GPU one, run on the main thread only.)
+          Case pc = c;
+          std::copy(poison->row.begin(), poison->row.end(),
+                    pc.kv_draft.begin() + static_cast<std::ptrdiff_t>(poison->kv_draft_row(c) * c.d_qk));
+          const Reference pref = oracle_fp64(pc);
+          write_repro_file(pc, repro.path, target, &pref, "oracle_fp64", &poisoned->out, &poisoned->lse,
+                           v.signature() + ": " + v.detail + " (this file holds the poisoned case)");
+        } else {
+          write_repro_file(c, repro.path, target, ref, oracle, &res->out, &res->lse, v.signature() + ": " + v.detail);
+        }
         v.repro = repro.path;
       }
       return v;

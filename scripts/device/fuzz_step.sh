@@ -3,9 +3,10 @@
 # staged build (stage with -DVATTN_BUILD_PLANTED=ON for the planted revisions):
 #   fuzz_step.sh v1 [MINUTES]   vattn fuzz against split-v1 for MINUTES (default 5): throughput,
 #                               GPU utilisation sampled by nvidia-smi, must end clean (exit 0)
-#   fuzz_step.sh planted        campaigns against the planted crash, hang, bf16-partials and
-#                               drop-last-key revisions: each must end with exit 1 and a finding,
-#                               and every finding's printed command must re-fail it
+#   fuzz_step.sh planted        campaigns against the planted crash, hang, bf16-partials,
+#                               drop-last-key and no-nonfinite-guard revisions: each must end with
+#                               exit 1 and a finding, every finding's printed command must re-fail
+#                               it, and the guard's shrunk repro (the poisoned case) must fail replay
 # Logs and summaries land in $OUT (or /tmp). Exit 0 when every campaign did what it should.
 set -uo pipefail
 case "${1:-}" in -h|--help|"") sed -n 2,10p "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ]; exit $? ;; esac
@@ -43,9 +44,9 @@ case $1 in
       "$out/fuzz-v1-gpu-util.log"
     echo "fuzz v1: exit $code (0 expected)"; [ $code = 0 ] || rc=1 ;;
   planted)
-    # The four campaigns run at once on the one GPU (a worker each, the cores shared out).
-    revs="plant_crash plant_hang plant_bf16_partials plant_drop_last_key"
-    threads=$(( $(nproc) / 4 - 1 )); [ $threads -ge 1 ] || threads=1
+    # The five campaigns run at once on the one GPU (a worker each, the cores shared out).
+    revs="plant_crash plant_hang plant_bf16_partials plant_drop_last_key plant_no_nonfinite_guard"
+    threads=$(( $(nproc) / 5 - 1 )); [ $threads -ge 1 ] || threads=1
     declare -A pid=() started=()
     for rev in $revs; do
       lib="$b/revisions/libvattn_rev_$rev.so"
@@ -67,6 +68,15 @@ case $1 in
       # 1: findings; 124: cut by the hard stop, fine once a finding was written (the hang campaign)
       { [ $code = 1 ] || { [ $code = 124 ] && ls "$work/$rev"/findings/*/finding.json >/dev/null 2>&1; }; } || rc=1
       rerun_findings "$work/$rev"
+      if [ "$rev" = plant_no_nonfinite_guard ]; then  # found by the partly-visible-poison property
+        grep -q "partly visible poison" "$out/fuzz-$rev.log" || { echo "  not found by the poison property"; rc=1; }
+        for f in "$work/$rev"/findings/*/shrunk.h5; do
+          [ -e "$f" ] || continue
+          timeout 60 "$b/vattn" replay "$f" > "$out/replay-$rev.log" 2>&1; code=$?
+          grep -E "kernel:|replay:" "$out/replay-$rev.log" | tail -2
+          echo "  vattn replay of the shrunk repro: exit $code (1 expected)"; [ $code = 1 ] || rc=1
+        done
+      fi
     done ;;
   *) echo "fuzz_step.sh: unknown step '$1' (v1, planted; --help)" >&2; exit 2 ;;
 esac
