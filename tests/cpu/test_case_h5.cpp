@@ -200,6 +200,19 @@ DatasetLayout inspect(const std::string& path, const std::string& dataset) {
   return r;
 }
 
+// A file holding case "c" (nontrivial_case("c", 4)) alone, for the tests that add outputs to it;
+// n is the case's row count (n_q * H), the length of an lse.
+struct OneCaseFile {
+  TempDir dir;
+  std::string path;
+  Case c;
+  size_t n;
+  explicit OneCaseFile(const std::string& file)
+      : path(dir.file(file)), c(nontrivial_case("c", 4)), n(static_cast<size_t>(c.n_q() * c.num_heads)) {
+    vattn::write_case_file(path, test_header(), {c});
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a hand-built case survives write and read bit for bit", "[h5]") {
@@ -308,12 +321,11 @@ TEST_CASE("string attributes are variable-length UTF-8 (h5py reads them as str)"
 }
 
 TEST_CASE("write_case_output adds, then replaces, one producer's output", "[h5]") {
-  TempDir dir;
-  const std::string path = dir.file("outputs.h5");
-  Case c = nontrivial_case("c", 4);
-  vattn::write_case_file(path, test_header(), {c});
+  OneCaseFile file("outputs.h5");
+  const std::string& path = file.path;
+  Case& c = file.c;
+  const size_t n = file.n;
   std::mt19937 rng(99);
-  const auto n = static_cast<size_t>(c.n_q() * c.num_heads);
   StoredOutput k1{"kernel:rev1", "first run", bf16_valued_floats(n * 32, rng), true, random_floats(n, rng)};
   vattn::write_case_output(path, "c", k1);
   c.outputs.insert(c.outputs.begin(), k1);  // "kernel:rev1" sorts before "oracle_fp64"
@@ -342,12 +354,10 @@ TEST_CASE("write_case_output adds, then replaces, one producer's output", "[h5]"
 }
 
 TEST_CASE("a producer may be stored without lse, oracle_fp64 may not", "[h5]") {
-  TempDir dir;
-  const std::string path = dir.file("no_lse.h5");
-  Case c = nontrivial_case("c", 4);
-  vattn::write_case_file(path, test_header(), {c});
+  OneCaseFile file("no_lse.h5");
+  const std::string& path = file.path;
+  const size_t n = file.n;
   std::mt19937 rng(7);
-  const auto n = static_cast<size_t>(c.n_q() * c.num_heads);
   StoredOutput serving{"serving", "a kernel that returns no lse", bf16_valued_floats(n * 32, rng), true, {}};
   serving.lse_stored = false;
   vattn::write_case_output(path, "c", serving);

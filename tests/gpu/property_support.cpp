@@ -152,41 +152,21 @@ Case poison_outside_key_sets(const Case& c, uint64_t seed) {
   return m;
 }
 
-PoisonedDraft poison_partly_visible_draft(const Case& c, uint64_t seed) {
-  const DraftPoison dp = partly_visible_draft_poison(c, seed);
-  PoisonedDraft p;
-  p.c = c;
-  p.c.outputs.clear();
-  if (!dp.applies()) return p;
-  p.request = dp.request;
-  p.draft = dp.draft;
-  p.nan_in_k = dp.nan_in_k;
-  std::copy(dp.row.begin(), dp.row.end(),
-            p.c.kv_draft.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dp.kv_draft_row(c)) * dp.row.size()));
-  return p;
-}
-
-std::string poisoned_draft_difference(const Case& c, const Reference& naive, const PoisonedDraft& p,
-                                      const RunResult& clean, const RunResult& poisoned) {
-  DraftPoison dp;
-  dp.request = p.request;
-  dp.draft = p.draft;
-  dp.nan_in_k = p.nan_in_k;
-  return poisoned_draft_problem(c, naive, dp, clean.out, clean.lse, poisoned.out, poisoned.lse);
-}
-
 PoisonCheck check_partly_visible_poison(const Case& c, int splits, uint64_t seed, const std::string& revision) {
   PoisonCheck k;
-  const PoisonedDraft p = poison_partly_visible_draft(c, seed);
-  if (p.request < 0) return k;
+  const DraftPoison p = partly_visible_draft_poison(c, seed);
+  if (!p.applies()) return k;
   k.applicable = true;
-  k.label = "request " + std::to_string(p.request) + " draft " + std::to_string(p.draft) + " poisoned" +
-            (p.nan_in_k ? " (a NaN in its row)" : " (+-Inf in one shared K/V column)");
+  k.label = p.label();
+  Case poisoned = c;
+  poisoned.outputs.clear();
+  std::copy(p.row.begin(), p.row.end(), poisoned.kv_draft.begin() + static_cast<std::ptrdiff_t>(p.kv_draft_row(c) * c.d_qk));
   k.clean = run_once(c, splits, revision);
-  k.poisoned = run_once(p.c, splits, revision);
+  k.poisoned = run_once(poisoned, splits, revision);
   if (k.clean.ok() && k.poisoned.ok()) {
     DeviceCase dc(c);
-    k.diff = poisoned_draft_difference(c, naive_gpu_reference(dc), p, k.clean, k.poisoned);
+    k.diff = poisoned_draft_problem(c, naive_gpu_reference(dc), p, k.clean.out, k.clean.lse, k.poisoned.out,
+                                    k.poisoned.lse);
   }
   return k;
 }

@@ -37,29 +37,10 @@ Case permute_slots(const Case& c, uint64_t seed);
 // NaN/Inf in every pool row no request references (plus extra such rows) and in the KV of
 // draft nodes no row may see.
 Case poison_outside_key_sets(const Case& c, uint64_t seed);
-// NaN/Inf in the KV row of one draft that some rows of its request see and others do not:
-// the rows that do not see it still share its K/V tile, where 0 * NaN in P.V must not reach
-// them. `request` is -1 when the case has no such draft. With `nan_in_k` the row holds a NaN,
-// so every row that sees the draft must come out non-finite. Otherwise one of the first d_v
-// columns is +-Inf; V is those columns of the same row as K, so the scores of the rows that see
-// it are infinite too, and a score of -Inf is a legal probability of 0: nothing is required of
-// those rows then.
-struct PoisonedDraft {
-  Case c;
-  int request = -1, draft = -1;
-  bool nan_in_k = false;
-};
-PoisonedDraft poison_partly_visible_draft(const Case& c, uint64_t seed);
-// "" when every row that cannot see the poisoned draft agrees with `clean` within twice the
-// tolerance model's bound (non-finite positions identical) and, with `nan_in_k`, every row that
-// sees it is non-finite; else the first violation, located. Not bitwise: a tile whose V holds
-// NaN/Inf takes the kernel's guarded P.V path, which skips zero probabilities one by one and
-// rounds differently from the mma.
-std::string poisoned_draft_difference(const Case& c, const Reference& naive, const PoisonedDraft& p,
-                                      const RunResult& clean, const RunResult& poisoned);
-// The whole partly-visible-poison check of one case on `revision`: poison a draft (chosen by
-// `seed`), run the clean and the poisoned case with `splits`, compare. `applicable` is false
-// when the case has no partly visible draft (nothing was run); `label` names the draft.
+// The whole partly-visible-poison check of one case on `revision` (src/check/draft_poison.h):
+// poison a draft (chosen by `seed`), run the clean and the poisoned case with `splits`, compare.
+// `applicable` is false when the case has no partly visible draft (nothing was run); `label`
+// names the draft.
 struct PoisonCheck {
   bool applicable = false;
   RunResult clean, poisoned;
