@@ -6,7 +6,9 @@
 
 #include <cstdint>
 
-namespace vattn::kern {
+#include "split_params.h"  // VATTN_KERN_NS: the revision namespace
+
+namespace vattn::VATTN_KERN_NS {
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -57,4 +59,4 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 __device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
-}  // namespace vattn::kern
+}  // namespace vattn::VATTN_KERN_NS

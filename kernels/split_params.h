@@ -8,21 +8,42 @@
 
 #include "vattn_abi.h"
 
-namespace vattn::kern {
+// Two revisions are built from these headers: split-v1 (the default) and split-v2
+// (-DVATTN_SPLIT_V2, split_v2_partial.cuh). Each gets its own namespace, so both can be linked
+// into one program; the work item's shape is the only thing they set differently here.
+#ifdef VATTN_SPLIT_V2
+#define VATTN_KERN_NS kern_v2
+#ifndef VATTN_PDL
+#define VATTN_PDL  // split-v2 launches its partial and reduce kernels with PDL (pdl.cuh)
+#endif
+#else
+#define VATTN_KERN_NS kern
+#endif
+
+namespace vattn::VATTN_KERN_NS {
 
 constexpr int kDqk = 576;           // kv_lora_rank 512 + rope 64
 constexpr int kDv = 512;            // V = first 512 columns of the same KV row
+#ifdef VATTN_SPLIT_V2
+constexpr int kRowsPerTile = 64;    // query rows (draft x head) per work item
+constexpr int kKeysPerTile = 16;    // keys per pipeline stage
+constexpr int kStages = 3;
+constexpr int kPartialThreads = 512;  // 16 warps: S by (row block x d_qk quarter), P.V by (row block x 128 columns)
+constexpr int kMinTilesPerSplit = 4;  // the planner never cuts a request finer than this
+#else
 constexpr int kRowsPerTile = 32;    // query rows (draft x head) per work item
 constexpr int kKeysPerTile = 32;    // keys per pipeline stage
 constexpr int kStages = 2;
-constexpr int kThreads = 256;       // 8 warps: S by (d_qk quarter x key half), P.V by 64 output columns
+constexpr int kPartialThreads = 256;  // 8 warps: S by (d_qk quarter x key half), P.V by 64 output columns
+constexpr int kMinTilesPerSplit = 4;  // the planner never cuts a request finer than this
+#endif
+constexpr int kThreads = 256;       // the plan and reduce kernels
 constexpr int kSmemStride = kDqk + 8;  // +16 B per row: ldmatrix rows land on distinct banks
 constexpr int kMaxHeads = 128;
 constexpr int kMaxDraftsPerRequest = 1025;
 constexpr int64_t kMaxPrefix = 262144;
 constexpr int kMaxRequests = 1024;  // the plan kernel scans requests in one block
 constexpr int kMaxSplits = 256;
-constexpr int kMinTilesPerSplit = 4;  // the planner never cuts a request finer than this
 constexpr int kMinKeysPerSplit = kMinTilesPerSplit * kKeysPerTile;
 
 constexpr int kXStride = kKeysPerTile + 8;  // floats per row of an S partial: conflict-free float2 stores
@@ -94,4 +115,4 @@ struct SplitParams {
   float* partial_out;  // [slot][kRowsPerTile][kDv]
 };
 
-}  // namespace vattn::kern
+}  // namespace vattn::VATTN_KERN_NS

@@ -11,68 +11,16 @@
 #include <cmath>
 
 #include "mma_sm80.cuh"
+#include "pdl.cuh"
+#include "split_keys.cuh"
 #include "split_plan.cuh"
 #include "split_tile.cuh"
 
-namespace vattn::kern {
+namespace vattn::VATTN_KERN_NS {
 
-#ifdef VATTN_PLANT_NO_NONFINITE_GUARD
-constexpr bool kGuardNonfiniteV = false;  // Planted bug: a masked row meets 0 * NaN/Inf of V in the mma.
-#else
-constexpr bool kGuardNonfiniteV = true;
-#endif
-
-__device__ __forceinline__ bool mask_bit(const vattn_args& a, int64_t mask_base, int words_per_row, int i, int j) {
-#ifdef VATTN_PLANT_MASK_OVERREAD
-  // Planted bug: reads the mask of the next draft row (one row past the right one).
-  i += 1;
-#endif
-  const uint32_t w = a.mask_bits[mask_base + static_cast<int64_t>(i) * words_per_row + (j >> 5)];
-  return (w >> (j & 31)) & 1u;
-}
-
-// Rows of a work item's tile, as draft indices: [first, last]. A draft key no row of the tile
-// may see is never loaded (zeros), so whatever its KV holds (a padded node's NaN, say) can
-// neither reach P.V nor change which path the tile takes.
-struct TileDrafts {
-  int first, last;
-  int64_t mask_base;
-  int words_per_row;
-};
-
-__device__ __forceinline__ bool tile_sees_draft(const vattn_args& a, const TileDrafts& td, int j) {
-  for (int i = td.first; i <= td.last; ++i)
-    if (mask_bit(a, td.mask_base, td.words_per_row, i, j)) return true;
-  return false;
-}
-
-// The pool slot of request-relative key k, loaded without acting on it: the load stays in
-// flight while the block computes, and resolve_key() consumes it a tile later.
-__device__ __forceinline__ int32_t prefetch_slot(const vattn_args& a, const RequestPlan& r, int kv_base, int k,
-                                                 int kend) {
-  return (k < kend && k < r.prefix) ? __ldg(a.kv_indices + kv_base + k) : -1;
-}
-
-// Source row of request-relative key k of a split ending at kend; null = not read (zeros).
-__device__ __forceinline__ const uint16_t* resolve_key(const vattn_args& a, const RequestPlan& r, int qo_base, int k,
-                                                       int kend, int32_t slot, const TileDrafts& td, bool& bad_index) {
-#ifdef VATTN_PLANT_DROP_LAST_KEY
-  // Planted bug: the last key of every split is never loaded.
-  if (k == kend - 1) return nullptr;
-#endif
-  if (k >= kend) return nullptr;
-  if (k < r.prefix) {
-    if (slot < 0 || slot >= a.n_slots) {
-      bad_index = true;
-      return nullptr;
-    }
-    return a.kv_pool + static_cast<int64_t>(slot) * kDqk;
-  }
-  if (!tile_sees_draft(a, td, k - r.prefix)) return nullptr;
-  return a.kv_draft + (static_cast<int64_t>(qo_base) + (k - r.prefix)) * kDqk;
-}
-
-__global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
+__global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
+  pdl_wait();  // the planner has completed: its plan and header are visible
+  pdl_launch_dependents();  // the reduce kernel's blocks may get ready; they wait for this grid
   extern __shared__ __align__(16) unsigned char smem_raw[];
   uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);                    // [kStages][kKeysPerTile][kSmemStride]
   float* s_x = reinterpret_cast<float*>(smem_raw + kSmemKv);                 // [dq][row][kXStride]
@@ -171,7 +119,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
       const uint16_t* from = (read ? src : a.kv_pool) + ch0 * 8;
       copy_row_chunks(dst + row * kSmemStride + ch0 * 8, from, read, i0, i1);
     };
-    static_assert(kThreads == 8 * kKeysPerTile && kChunksPerRow == 72, "issue_part: 8 threads x 9 chunks per KV row");
+    static_assert(kPartialThreads == 8 * kKeysPerTile && kChunksPerRow == 72, "issue_part: 8 threads x 9 chunks per KV row");
     // Both stages are free: tiles 0 and 1 load together (one commit group each). Then, during
     // tile it >= 1, tile it + 1 goes into the stage tile it - 1 has left.
     if (ntiles > 0) issue_part(0, 0, 9);
@@ -216,7 +164,7 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
       // A draft seen by row i but masked for row i' must not reach i' as 0 * NaN in P.V.
       bool v_nonfinite = false;
       if (kGuardNonfiniteV && has_drafts) {
-        for (int c = threadIdx.x; c < kKeysPerTile * (kDv / 8); c += kThreads) {
+        for (int c = threadIdx.x; c < kKeysPerTile * (kDv / 8); c += kPartialThreads) {
           const int row = c / (kDv / 8), ch = c % (kDv / 8);
           const uint4 v = *reinterpret_cast<const uint4*>(kv + row * kSmemStride + ch * 8);
           const uint32_t w[4] = {v.x, v.y, v.z, v.w};
@@ -339,4 +287,4 @@ __global__ void __launch_bounds__(kThreads, 1) split_partial_kernel(const __grid
   }
 }
 
-}  // namespace vattn::kern
+}  // namespace vattn::VATTN_KERN_NS

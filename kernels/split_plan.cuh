@@ -4,13 +4,15 @@
 // picks each request's split count and lays out the work items.
 #pragma once
 
+#include "pdl.cuh"
 #include "split_params.h"
 
-namespace vattn::kern {
+namespace vattn::VATTN_KERN_NS {
 
 __device__ __forceinline__ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_constant__ SplitParams p) {
+  pdl_launch_dependents();  // the partial kernel's blocks may get ready; they wait for this grid
   __shared__ int32_t s_prefix[kMaxRequests];
   __shared__ int32_t s_drafts[kMaxRequests];
   __shared__ uint32_t s_error;
@@ -116,4 +118,4 @@ __device__ __forceinline__ int find_request(int B, int idx, Begin begin_of) {
   return lo;
 }
 
-}  // namespace vattn::kern
+}  // namespace vattn::VATTN_KERN_NS

@@ -8,13 +8,14 @@
 #include "mma_sm80.cuh"
 #include "split_plan.cuh"
 
-namespace vattn::kern {
+namespace vattn::VATTN_KERN_NS {
 
 constexpr uint32_t kDevErrFatal = VATTN_DEVERR_INDPTR | VATTN_DEVERR_LIMITS | VATTN_DEVERR_SPLITS | VATTN_DEVERR_MASK;
 
 __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_constant__ SplitParams p) {
   const vattn_args& a = p.a;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  pdl_wait();  // the partial kernel (and, before it, the planner) has completed
   // The plan is read while the error word is still in flight (unused when the plan failed).
   __shared__ int32_t s_reduce_begin[kMaxRequests];
   const uint32_t error = p.header->error;
@@ -110,4 +111,4 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
   }
 }
 
-}  // namespace vattn::kern
+}  // namespace vattn::VATTN_KERN_NS

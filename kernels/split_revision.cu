@@ -1,21 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
-// The in-tree revision "split-v1" behind the ABI of vattn_abi.h: host-side checks, then
-// three launches (plan, partial, reduce) whose shapes depend only on the plan limits.
+// The in-tree revisions "split-v1" and (with -DVATTN_SPLIT_V2) "split-v2" behind the ABI of
+// vattn_abi.h: host-side checks, then three launches (plan, partial, reduce) whose shapes
+// depend only on the plan limits. The two differ only in the partial kernel's work item.
 #include <cmath>
 #include <mutex>
 
+#ifdef VATTN_SPLIT_V2
+#include "split_v2_partial.cuh"
+#define VATTN_REVISION_DEFAULT_NAME "split-v2"
+#define VATTN_REVISION_DEFAULT_SYMBOL vattn_revision_split_v2
+#define VATTN_REVISION_ITEM "64 rows x 16 keys per stage, 3 stages, 16 warps"
+#else
 #include "split_partial.cuh"
+#define VATTN_REVISION_DEFAULT_NAME "split-v1"
+#define VATTN_REVISION_DEFAULT_SYMBOL vattn_revision_split_v1
+#define VATTN_REVISION_ITEM "32 rows x 32 keys per stage, 2 stages, 8 warps"
+#endif
 #include "split_reduce.cuh"
 #include "vattn_abi.h"
 
 #ifndef VATTN_REVISION_NAME
-#define VATTN_REVISION_NAME "split-v1"
+#define VATTN_REVISION_NAME VATTN_REVISION_DEFAULT_NAME
 #endif
 #ifndef VATTN_REVISION_SYMBOL
-#define VATTN_REVISION_SYMBOL vattn_revision_split_v1
+#define VATTN_REVISION_SYMBOL VATTN_REVISION_DEFAULT_SYMBOL
 #endif
 
-namespace vattn::kern {
+namespace vattn::VATTN_KERN_NS {
 namespace {
 
 constexpr int kMaxDevices = 64;
@@ -38,12 +49,31 @@ const DeviceFacts& device_facts(int dev) {
       f.error = cudaFuncSetAttribute(split_partial_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(kSmemBytes));
     if (f.error == cudaSuccess)
-      f.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.partial_blocks_per_sm, split_partial_kernel, kThreads,
+      f.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.partial_blocks_per_sm, split_partial_kernel, kPartialThreads,
                                                               kSmemBytes);
     if (f.error == cudaSuccess && f.partial_blocks_per_sm < 1) f.error = cudaErrorInvalidConfiguration;
   });
   return facts[dev];
 }
+
+#ifdef VATTN_PDL
+// A launch that may begin before the previous kernel on the stream ends (programmatic stream
+// serialization); the kernel's pdl_wait() keeps its reads behind that kernel's writes.
+cudaError_t launch_dependent(void (*kernel)(SplitParams), int grid, int threads, size_t smem, cudaStream_t stream,
+                             const SplitParams& p) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, p);
+}
+#endif
 
 bool limits_ok(const vattn_limits* lim) {
   return lim && lim->max_requests >= 1 && lim->max_requests <= kMaxRequests && lim->max_total_drafts >= 1 &&
@@ -56,7 +86,7 @@ vattn_status caps(vattn_caps* c) {
   c->abi_version = VATTN_ABI_VERSION;
   c->name = VATTN_REVISION_NAME;
   c->description = "KV-split flash-decode (plan, partial, LSE reduce); mma.sync bf16, ldmatrix, cp.async; "
-                   "32 rows x 32 keys per stage, 2 stages";
+                   VATTN_REVISION_ITEM;
   c->architectures = "sm_120a,sm_90a";
   c->d_qk = kDqk;
   c->d_v = kDv;
@@ -152,8 +182,16 @@ vattn_status run(const vattn_args* a, const vattn_limits* lim, void* ws, size_t 
 #endif
 
   split_plan_kernel<<<1, kThreads, 0, stream>>>(p);
-  split_partial_kernel<<<p.grid_partial, kThreads, kSmemBytes, stream>>>(p);
+#ifdef VATTN_PDL
+  // The partial and reduce kernels may start while the kernel before them runs (pdl.cuh): they
+  // wait on the device for its results, so the launch gaps between the three are hidden.
+  if (launch_dependent(split_partial_kernel, p.grid_partial, kPartialThreads, kSmemBytes, stream, p) != cudaSuccess ||
+      launch_dependent(split_reduce_kernel, f.sms * 2, kThreads, 0, stream, p) != cudaSuccess)
+    return VATTN_ERR_CUDA;
+#else
+  split_partial_kernel<<<p.grid_partial, kPartialThreads, kSmemBytes, stream>>>(p);
   split_reduce_kernel<<<f.sms * 2, kThreads, 0, stream>>>(p);
+#endif
 #ifdef VATTN_UNSAFE_SYNC
   // Unsafe: waits for its own work. Capture refuses it; eager calls block the host.
   if (cudaStreamSynchronize(stream) != cudaSuccess) {
@@ -185,12 +223,12 @@ const char* status_string(vattn_status s) {
 const vattn_revision kRevision = {VATTN_ABI_VERSION, VATTN_REVISION_NAME, caps, ws_size, run, status_string};
 
 }  // namespace
-}  // namespace vattn::kern
+}  // namespace vattn::VATTN_KERN_NS
 
 // Built in: the suite links this symbol directly. As a shared library: vattn_get_revision_v1.
-extern "C" const vattn_revision* VATTN_REVISION_SYMBOL(void) { return &vattn::kern::kRevision; }
+extern "C" const vattn_revision* VATTN_REVISION_SYMBOL(void) { return &vattn::VATTN_KERN_NS::kRevision; }
 #ifdef VATTN_EXPORT_GET_REVISION
 extern "C" __attribute__((visibility("default"))) const vattn_revision* vattn_get_revision_v1(void) {
-  return &vattn::kern::kRevision;
+  return &vattn::VATTN_KERN_NS::kRevision;
 }
 #endif

@@ -13,7 +13,7 @@
 #include "mma_sm80.cuh"
 #include "split_params.h"
 
-namespace vattn::kern {
+namespace vattn::VATTN_KERN_NS {
 
 constexpr int kQuarterDims = kDqk / 4;  // 144 = 9 k-steps of 16
 constexpr int kKSteps = kQuarterDims / 16;
@@ -192,4 +192,4 @@ __device__ __forceinline__ void pv_mma(float (&o)[2][8][4], const uint16_t* s_p,
   }
 }
 
-}  // namespace vattn::kern
+}  // namespace vattn::VATTN_KERN_NS

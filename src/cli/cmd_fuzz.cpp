@@ -64,7 +64,7 @@ int cmd_fuzz(int argc, char** argv) {
             "host:faulty[:RULES] (crashes, hangs or answers wrong on chosen cases; for tests).\n"
             "On a terminal a progress line and one line per finding; otherwise only the closing summary.\n"
             "Docs: fuzz/README.md.");
-  args.option("kernel", "NAME|LIB.so|host:NAME", "what to fuzz (built in: split-v1)", "", 'k')
+  args.option("kernel", "NAME|LIB.so|host:NAME", "what to fuzz (built in: split-v1, split-v2)", "", 'k')
       .option("hours", "H", "stop after H hours of this run", "8 (unless --cases)")
       .option("cases", "N", "the campaign's size: run case indices 0..N-1")
       .option("out", "DIR", "campaign directory (created; must not hold a campaign)", "fuzz-<UTC time>")

@@ -29,7 +29,7 @@ Args graph_check_args() {
          "  non-blocking   run() returns at once while a gate kernel holds its stream\n"
          "  limits-host    host-known counts beyond the limits: run() refuses, writes nothing\n"
          "  limits-device  lengths/indices/splits beyond the limits in a replay: error bit, NaN rows");
-  a.option("kernel", "NAME|LIB.so", "revision: a built-in name or a revision library", "split-v1", 'k')
+  a.option("kernel", "NAME|LIB.so", "revision: a built-in name (split-v1, split-v2) or a revision library", "split-v1", 'k')
       .option("replays", "N", "replays in the replay check", "40")
       .option("seed", "S", "seed of the generated cases", "1")
       .note("Slot: B=4 requests, n_q<=64, T_b<=37, H=8, splits<=16, prefixes up to 4099 (clamped to the\n"

@@ -361,7 +361,7 @@ Args replay_args() {
       .flag("quiet", "print failures and the summary only (no PASS rows, no progress line)")
       .option("producer", "NAME", "compare only this producer (a stored output group, e.g. serving, or kernel:split-v1)")
       .option("junit", "FILE", "also write JUnit XML for CI systems (a testcase per case x producer)")
-      .option("kernel", "NAME|LIB.so", "kernel revision run on a GPU machine: a built-in name or a revision library",
+      .option("kernel", "NAME|LIB.so", "kernel revision run on a GPU machine: a built-in name (split-v1, split-v2) or a revision library",
               "split-v1", 'k')
       .option("oracle", "cpu|gpu", "reference: the float64 CPU oracle, or the naive GPU oracle (long captures)", "cpu")
       .option("splits", "N", "force the kernel's split count (0: the kernel picks; default: the recipe's splits=)")

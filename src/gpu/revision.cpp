@@ -6,17 +6,18 @@
 #include "case.h"
 
 extern "C" const vattn_revision* vattn_revision_split_v1(void);
+extern "C" const vattn_revision* vattn_revision_split_v2(void);
 
 namespace vattn {
 
-std::vector<std::string> builtin_revision_names() { return {"split-v1"}; }
+std::vector<std::string> builtin_revision_names() { return {"split-v1", "split-v2"}; }
 
 Revision load_revision(const std::string& spec) {
   Revision r;
   const bool is_path = spec.find('/') != std::string::npos || (spec.size() > 3 && spec.substr(spec.size() - 3) == ".so");
   if (!is_path) {
-    if (spec == "split-v1") {
-      r.api = vattn_revision_split_v1();
+    if (spec == "split-v1" || spec == "split-v2") {
+      r.api = spec == "split-v1" ? vattn_revision_split_v1() : vattn_revision_split_v2();
       r.origin = "built-in";
       return r;
     }
