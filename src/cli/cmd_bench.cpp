@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // vattn bench: kernel-level timings against a roofline measured in the same run.
+#include <algorithm>
 #include <cstdio>
 
 #include "args.h"
@@ -21,16 +22,17 @@ namespace {
 // The report (schema vattn-bench-report, docs/reports.md). Rates of a row whose time is 0 come
 // out as Infinity, written as such.
 json bench_report_json(const BenchReport& r) {
-  json j = report_head("vattn-bench-report", 1);
+  json j = report_head("vattn-bench-report", 2);
   j["device"] = r.device;
   j["sms"] = r.sms;
-  j["kernel"] = r.kernel;
+  j["kernel"] = r.kernels.front();
+  j["kernels"] = r.kernels;
   j["gate_us"] = r.gate_us;
   j["copy_gbps"] = json_number(r.copy_gbps);
   j["mma_tflops"] = json_number(r.mma_tflops);
   json cases = json::array();
   for (const BenchRow& x : r.rows) {
-    cases.push_back({{"batch", x.batch}, {"drafts", x.drafts}, {"tree", x.tree}, {"prefix", x.prefix},
+    cases.push_back({{"kernel", x.kernel}, {"batch", x.batch}, {"drafts", x.drafts}, {"tree", x.tree}, {"prefix", x.prefix},
                      {"splits_used", x.splits_used}, {"eager_us", json_number(x.eager_us)},
                      {"graph_us", json_number(x.graph_us)}, {"queued_us", json_number(x.queued_us)},
                      {"bytes", json_number(x.bytes)}, {"flops", json_number(x.flops)},
@@ -50,20 +52,23 @@ json bench_report_json(const BenchReport& r) {
 
 int cmd_bench(int argc, char** argv) {
   Args args("bench", "[options]",
-            "Times a kernel revision on K2.6 verify shapes (H=8, d_qk 576, d_v 512, scattered KV slots).\n"
+            "Times kernel revisions on K2.6 verify shapes (H=8, d_qk 576, d_v 512, scattered KV slots).\n"
             "Median of CUDA-event timings after warm-up in three modes: eager calls, CUDA-graph replay,\n"
             "and the replay queued behind a gate kernel (no host launch latency: its cost inside a\n"
             "larger graph). GB/s counts unique bytes (KV + q + out); TFLOP/s = B*T*H*(P+T)*2*(d_qk+d_v);\n"
             "roofline = max(bytes / copy bandwidth, flops / mma.sync peak), both ceilings measured at\n"
-            "the start of the run. Needs a CUDA device.");
-  args.option("kernel", "NAME|LIB.so", "kernel revision: a built-in name or a revision library", "split-v1", 'k')
+            "the start of the run. Several revisions (--kernel A,B) are timed in turn on the same\n"
+            "inputs of each case, and the table adds each one's speed against the first. Needs a CUDA device.");
+  args.option("kernel", "LIST", "kernel revisions, comma-separated: built-in names (split-v1, split-v2) or revision libraries",
+              "split-v1", 'k')
       .option("prefix", "LIST", "prefix lengths P", "4096,16384,65536,91000,131072")
       .option("batch", "LIST", "batch sizes B", "1,8")
       .option("drafts", "LIST", "drafts per request T (<=16: chain, else random tree)", "16,64")
       .option("reps", "N", "timed launches per mode", "30")
       .option("max-splits", "N", "plan limit on splits", "128")
       .option("json", "FILE", "also write the results as JSON")
-      .example("vattn bench --prefix 16384 --batch 1 --drafts 16", "one case");
+      .example("vattn bench --prefix 16384 --batch 1 --drafts 16", "one case")
+      .example("vattn bench --kernel split-v1,split-v2 --json ab.json", "both in-tree revisions, side by side");
 #if !VATTN_HAVE_CUDA
   try {
     if (!args.parse(argc, argv)) return kExitOk;
@@ -77,7 +82,18 @@ int cmd_bench(int argc, char** argv) {
   BenchOptions opt;
   try {
     if (!args.parse(argc, argv)) return kExitOk;
-    opt.kernel = args.get("kernel", "split-v1");
+    opt.kernels.clear();
+    const std::string list = args.get("kernel", "split-v1");
+    size_t at = 0;
+    while (at <= list.size()) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      const std::string name = list.substr(at, comma - at);
+      if (name.empty()) throw UsageError("--kernel: empty revision name in '" + list + "'");
+      if (std::find(opt.kernels.begin(), opt.kernels.end(), name) != opt.kernels.end())
+        throw UsageError("--kernel: '" + name + "' named twice");
+      opt.kernels.push_back(name);
+      at = comma + 1;
+    }
     if (args.has("prefix")) opt.prefixes = parse_int_list("prefix", args.get("prefix"), 0, 262144);
     if (args.has("batch")) opt.batches = parse_int_list("batch", args.get("batch"), 1, 1024);
     if (args.has("drafts")) opt.drafts = parse_int_list("drafts", args.get("drafts"), 1, 1025);
@@ -88,11 +104,13 @@ int cmd_bench(int argc, char** argv) {
     return kExitBadInput;
   }
   // The revision is checked before the device, the output path before the first timing.
-  try {
-    (void)load_revision(opt.kernel);
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "vattn bench: --kernel %s: %s\n", opt.kernel.c_str(), e.reason().c_str());
-    return kExitBadInput;
+  for (const std::string& k : opt.kernels) {
+    try {
+      (void)load_revision(k);
+    } catch (const InputError& e) {
+      std::fprintf(stderr, "vattn bench: --kernel %s: %s\n", k.c_str(), e.reason().c_str());
+      return kExitBadInput;
+    }
   }
   if (cuda_device_count() == 0) {
     std::fprintf(stderr, "vattn bench: no CUDA device visible; nothing was timed\n");
@@ -107,7 +125,8 @@ int cmd_bench(int argc, char** argv) {
     }
   }
   const BenchReport rep = run_bench(opt, [](const BenchRow& r) {
-    std::fprintf(stderr, "bench: B=%d T=%d P=%d done (graph %.1f us)\n", r.batch, r.drafts, r.prefix, r.graph_us);
+    std::fprintf(stderr, "bench: %s B=%d T=%d P=%d done (graph %.1f us)\n", r.kernel.c_str(), r.batch, r.drafts, r.prefix,
+                 r.graph_us);
   });
   std::fputs(bench_table(rep).c_str(), stdout);
   if (!json_path.empty()) {

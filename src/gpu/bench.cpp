@@ -181,8 +181,11 @@ BenchRow bench_one(const Revision& rev, const BenchOptions& opt, int batch, int 
 
 BenchReport run_bench(const BenchOptions& opt, const std::function<void(const BenchRow&)>& progress) {
   BenchReport rep;
-  const Revision rev = load_revision(opt.kernel);
-  rep.kernel = rev.name();
+  std::vector<Revision> revs;
+  for (const std::string& k : opt.kernels) {
+    revs.push_back(load_revision(k));
+    rep.kernels.push_back(revs.back().name());
+  }
   rep.gate_us = opt.gate_us;
   int dev = 0;
   VATTN_CUDA(cudaGetDevice(&dev));
@@ -196,33 +199,53 @@ BenchReport run_bench(const BenchOptions& opt, const std::function<void(const Be
   for (int batch : opt.batches)
     for (int drafts : opt.drafts)
       for (int prefix : opt.prefixes) {
-        BenchRow r = bench_one(rev, opt, batch, drafts, prefix, seed++);
-        r.roofline_us = std::max(r.bytes / (rep.copy_gbps * 1e9), r.flops / (rep.mma_tflops * 1e12)) * 1e6;
-        rep.rows.push_back(r);
-        if (progress) progress(r);
+        for (const Revision& rev : revs) {  // the same seed: every revision gets the same inputs
+          BenchRow r = bench_one(rev, opt, batch, drafts, prefix, seed);
+          r.kernel = rev.name();
+          r.roofline_us = std::max(r.bytes / (rep.copy_gbps * 1e9), r.flops / (rep.mma_tflops * 1e12)) * 1e6;
+          rep.rows.push_back(r);
+          if (progress) progress(r);
+        }
+        ++seed;
       }
   return rep;
 }
 
 std::string bench_table(const BenchReport& r) {
   std::ostringstream os;
-  char line[256];
-  std::snprintf(line, sizeof line, "device %s (%d SMs), kernel %s; ceilings measured now: copy %.0f GB/s, mma.sync bf16 %.0f TFLOP/s\n",
-                r.device.c_str(), r.sms, r.kernel.c_str(), r.copy_gbps, r.mma_tflops);
+  char line[320];
+  std::string names;
+  for (const auto& k : r.kernels) names += (names.empty() ? "" : ", ") + k;
+  std::snprintf(line, sizeof line, "device %s (%d SMs), %s %s; ceilings measured now: copy %.0f GB/s, mma.sync bf16 %.0f TFLOP/s\n",
+                r.device.c_str(), r.sms, r.kernels.size() > 1 ? "kernels" : "kernel", names.c_str(), r.copy_gbps,
+                r.mma_tflops);
   os << line;
-  os << "    B     T tree        P  splits   eager_us   graph_us  queued_us    GB/s  TFLOP/s  roofline_us  %roof(eager)"
-        "  %roof(graph)  %roof(queued)\n";
+  const bool several = r.kernels.size() > 1;
+  os << (several ? "kernel     " : "") << "    B     T tree        P  splits   eager_us   graph_us  queued_us    GB/s  TFLOP/s  roofline_us  %roof(eager)"
+        "  %roof(graph)  %roof(queued)" << (several ? "  graph vs " + r.kernels[0] : "") << "\n";
+  double first_graph = 0;
   for (const auto& x : r.rows) {
     const double t = x.graph_us;
+    if (several) {
+      if (x.kernel == r.kernels[0]) first_graph = t;
+      std::snprintf(line, sizeof line, "%-10s ", x.kernel.c_str());
+      os << line;
+    }
     std::snprintf(line, sizeof line,
-                  "%5d %5d %-6s %7d %6d %10.1f %10.1f %10.1f %7.0f %8.1f %12.2f %12.1f%% %12.1f%% %13.1f%%\n", x.batch,
+                  "%5d %5d %-6s %7d %6d %10.1f %10.1f %10.1f %7.0f %8.1f %12.2f %12.1f%% %12.1f%% %13.1f%%", x.batch,
                   x.drafts, x.tree.c_str(), x.prefix, x.splits_used, x.eager_us, x.graph_us, x.queued_us,
                   x.bytes / (t * 1e-6) / 1e9, x.flops / (t * 1e-6) / 1e12, x.roofline_us, 100 * x.roofline_us / x.eager_us,
                   100 * x.roofline_us / t, 100 * x.roofline_us / x.queued_us);
     os << line;
+    if (several) {  // > 1: faster than the first revision on this case
+      std::snprintf(line, sizeof line, "  %8.2fx", first_graph / t);
+      os << line;
+    }
+    os << "\n";
   }
   os << "GB/s and TFLOP/s: graph replay. queued: the same replay enqueued behind a " << r.gate_us
      << " us gate kernel (no host launch latency: the call's cost inside a larger graph)\n";
+  if (several) os << "graph vs " << r.kernels[0] << ": its graph time / this revision's (> 1: faster)\n";
   return os.str();
 }
 

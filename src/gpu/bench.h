@@ -5,7 +5,8 @@
 // roofline from ceilings measured in the same run. A third mode times the graph replay
 // queued behind a gate kernel, so the GPU never waits for the host to submit it: the time
 // the call takes inside a larger graph (a serving step), without the host launch latency
-// that the first two include when the GPU is idle.
+// that the first two include when the GPU is idle. Several revisions are timed in one run on
+// the same inputs, in turn for each case, against the same ceilings.
 #pragma once
 
 #include <functional>
@@ -15,7 +16,7 @@
 namespace vattn {
 
 struct BenchOptions {
-  std::string kernel = "split-v1";
+  std::vector<std::string> kernels = {"split-v1"};  // timed in this order for each case
   std::vector<int> prefixes = {4096, 16384, 65536, 91000, 131072};
   std::vector<int> batches = {1, 8};
   std::vector<int> drafts = {16, 64};  // 16: chain (DFlash), 64: random tree (EAGLE)
@@ -28,6 +29,7 @@ struct BenchOptions {
 };
 
 struct BenchRow {
+  std::string kernel;  // revision name
   int batch = 0, drafts = 0, prefix = 0;
   std::string tree;
   int splits_used = 0;
@@ -37,7 +39,8 @@ struct BenchRow {
 };
 
 struct BenchReport {
-  std::string device, kernel;
+  std::string device;
+  std::vector<std::string> kernels;  // revision names, in the order of the options
   int sms = 0;
   int gate_us = 0;
   double copy_gbps = 0, mma_tflops = 0;
