@@ -10,10 +10,15 @@ Producers:
                    T_b x (P_b + T_b) with the prefix visible; it writes a natural-log lse.
                    Needs torch, a GPU and sglang, or only the kernel's files out of its wheel
                    (--sglang-files; see vattn.sglang_files).
-  flashinfer       FlashInfer's MLA (BatchMLAPagedAttentionWrapper, page size 1). It has no tree
-                   mask: a case runs only when every request's drafts form a chain (its causal
-                   mask); the others are skipped, and the reason is printed. Needs torch,
-                   flashinfer and a GPU.
+  flashinfer       FlashInfer's MLA (page size 1), backend fa2 (mma.sync) or fa3 (Hopper wgmma;
+                   --flashinfer-backend). It has no tree mask: a case runs only when every
+                   request's drafts form a chain (its causal mask); the others are skipped, and
+                   the reason is printed. Needs torch, a GPU and either flashinfer
+                   (BatchMLAPagedAttentionWrapper; stores outputs/flashinfer, flashinfer-wrapper-fa3)
+                   or --flashinfer-lib: FlashInfer's kernels and planner built into
+                   libvattn_flashinfer_mla.so (peers/build_flashinfer.sh; stores
+                   outputs/flashinfer-fa2, flashinfer-fa3, or flashinfer-fa2-smemN with
+                   --flashinfer-smem). Its lse (log2) is stored as natural log.
   numpy-reference  float64 attention in numpy, rounded to bf16 (no GPU; a check of this tool).
 
 Exit status: 0 every case produced or skipped with its reason, 1 a kernel failed on a case,
@@ -28,6 +33,7 @@ import numpy as np
 
 from .bf16 import bf16_to_float32, float32_to_bf16
 from .casefile import CaseFileError, Output, read, write
+from .flashinfer_lib import SM120_SMEM_PER_SM
 
 D_QK, D_V = 576, 512
 
@@ -162,51 +168,114 @@ class SglangTriton:
         return o.view(self.torch.int16).cpu().numpy().view(np.uint16), lse.cpu().numpy()
 
 
+class SkipCase(Exception):
+    """Raised by a producer's run() for a case its kernel refuses as beyond it (not a failure)."""
+
+
 class FlashInferMla:
     name = "flashinfer"
 
-    def __init__(self):
+    def __init__(self, lib=None, backend="fa2", smem_limit=0):
+        """lib: a libvattn_flashinfer_mla.so (vattn.flashinfer_lib) instead of the flashinfer package;
+        smem_limit (with lib, fa2): the per-SM shared-memory limit fa2 picks its configuration by."""
+        self.backend, self.smem_limit, self.lib = backend, smem_limit, None
+        if lib:  # loading makes no CUDA call: a bad library is reported before torch is needed
+            from .flashinfer_lib import FlashInferLibError, Library
+
+            try:
+                self.lib = Library(lib)
+            except FlashInferLibError as e:
+                raise MissingDependency(str(e))
+            if backend not in self.lib.backends:
+                raise MissingDependency(f"{self.lib.path}: built without {backend} (has {', '.join(self.lib.backends)})")
+            self.name = f"flashinfer-{backend}" + (f"-smem{smem_limit}" if smem_limit else "")
+            self.description = f"{self.lib.description}; backend {backend}" + (
+                f", fa2 configuration for {smem_limit} B/SM" if smem_limit else "")
+            self.torch = _torch()
+            return
         self.torch = _torch()
         try:
             import flashinfer
             from flashinfer.mla import BatchMLAPagedAttentionWrapper
         except ImportError as e:
-            raise MissingDependency(f"needs flashinfer with flashinfer.mla ({e})")
+            raise MissingDependency(f"needs flashinfer with flashinfer.mla ({e}); or --flashinfer-lib LIB "
+                                    "(peers/build_flashinfer.sh)")
         self.wrapper_class = BatchMLAPagedAttentionWrapper
-        self.description = f"FlashInfer {getattr(flashinfer, '__version__', '?')} MLA (BatchMLAPagedAttentionWrapper, page size 1, causal)"
+        self.name = "flashinfer" if backend == "fa2" else f"flashinfer-wrapper-{backend}"
+        self.description = (f"FlashInfer {getattr(flashinfer, '__version__', '?')} MLA (BatchMLAPagedAttentionWrapper, "
+                            f"backend {backend}, page size 1, causal)")
 
     def skip_reason(self, c):
         return not_mla(c) or not_a_chain(c)
 
-    def run(self, c):
-        torch, dev = self.torch, "cuda"
-        n_q, H = c.q.shape[0], c.num_heads
+    @staticmethod
+    def layout(c):
+        """Case c as FlashInfer's paged MLA takes it, one page per key: the cache is the pool's rows,
+        then the drafts' own rows; each request's keys are its prefix rows and then its drafts (the
+        causal mask aligns the last query with the last key). Returns (cache [rows, 576] bf16 bits,
+        kv_indptr, kv_indices, kv_len)."""
         T, P = np.diff(c.qo_indptr), np.diff(c.kv_indptr)
-        # One page per key: the pool's rows, then the drafts' own rows; each request's keys are
-        # its prefix rows and then its drafts (the causal mask aligns the last query with the last key).
-        cache = np.concatenate([c.kv_pool, c.kv_draft]).reshape(-1, 1, D_QK)
+        cache = np.concatenate([c.kv_pool, c.kv_draft]).reshape(-1, D_QK)
         n_rows = c.kv_pool.shape[0]
         pages, kv_indptr = [], [0]
         for b in range(c.num_requests):
             pages.append(c.kv_indices[c.kv_indptr[b]:c.kv_indptr[b + 1]].astype(np.int32))
             pages.append(np.arange(n_rows + c.qo_indptr[b], n_rows + c.qo_indptr[b + 1], dtype=np.int32))
             kv_indptr.append(kv_indptr[-1] + P[b] + T[b])
+        return cache, np.asarray(kv_indptr, np.int32), np.concatenate(pages).astype(np.int32), (P + T).astype(np.int32)
+
+    def run(self, c):
+        torch, dev = self.torch, "cuda"
+        n_q, H = c.q.shape[0], c.num_heads
+        cache, kv_indptr, kv_indices, kv_len = self.layout(c)
         t = lambda a, dt: torch.from_numpy(np.ascontiguousarray(a, dtype=dt)).to(dev)
-        kvc = _bf16_tensor(torch, cache, dev)
+        kvc = _bf16_tensor(torch, cache, dev).reshape(-1, 1, D_QK)
         q = _bf16_tensor(torch, c.q, dev).reshape(n_q, H, D_QK)
-        ws = torch.empty(128 << 20, dtype=torch.uint8, device=dev)
-        w = self.wrapper_class(ws, backend="fa2")
-        w.plan(t(c.qo_indptr, np.int32), t(kv_indptr, np.int32), t(np.concatenate(pages), np.int32),
-               t(P + T, np.int32), H, D_V, D_QK - D_V, 1, True, float(c.sm_scale), torch.bfloat16, torch.bfloat16)
-        out, lse = w.run(q[..., :D_V].contiguous(), q[..., D_V:].contiguous(), kvc[..., :D_V].contiguous(),
-                         kvc[..., D_V:].contiguous(), return_lse=True)
+        if self.lib is not None:
+            out, lse = self._run_lib(c, q, kvc, kv_indptr, t(kv_indices, np.int32), kv_len)
+        else:
+            ws = torch.empty(128 << 20, dtype=torch.uint8, device=dev)
+            w = self.wrapper_class(ws, backend=self.backend)
+            w.plan(t(c.qo_indptr, np.int32), t(kv_indptr, np.int32), t(kv_indices, np.int32), t(kv_len, np.int32), H,
+                   D_V, D_QK - D_V, 1, True, float(c.sm_scale), torch.bfloat16, torch.bfloat16)
+            out, lse = w.run(q[..., :D_V].contiguous(), q[..., D_V:].contiguous(), kvc[..., :D_V].contiguous(),
+                             kvc[..., D_V:].contiguous(), return_lse=True)
         torch.cuda.synchronize()
         # FlashInfer's lse is log2 of the sum of exp2 of scaled logits; the schema's is natural.
         lse = lse.float().cpu().numpy() * np.float32(np.log(2.0))
         return out.contiguous().view(torch.int16).cpu().numpy().view(np.uint16), lse
 
+    def _run_lib(self, c, q, kvc, kv_indptr, kv_indices, kv_len):
+        """FlashInfer's planner and kernel from the library; q and the cache passed as the strided
+        views SGLang's FlashInfer MLA backend passes (q[..., :512], q[..., 512:], the same for KV)."""
+        from .flashinfer_lib import FlashInferLibError
+
+        torch = self.torch
+        n_q, H = q.shape[0], q.shape[1]
+        try:
+            plan = self.lib.plan(c.qo_indptr, kv_indptr, kv_len, H, backend=self.backend, causal=True,
+                                 smem_limit=self.smem_limit)
+        except FlashInferLibError as e:
+            if e.code == 2:  # VFI_ERR_UNSUPPORTED: beyond FlashInfer's planner or kernel, as its wrapper refuses it
+                raise SkipCase(str(e))
+            raise
+        try:
+            out = torch.empty((n_q, H, D_V), dtype=torch.bfloat16, device=q.device)
+            lse = torch.empty((n_q, H), dtype=torch.float32, device=q.device)
+            plan.run(q[..., :D_V], q[..., D_V:], kvc[..., :D_V], kvc[..., D_V:], kv_indices, out, lse, c.sm_scale,
+                     torch.cuda.current_stream().cuda_stream)
+            self.description = plan.description
+        finally:
+            torch.cuda.synchronize()
+            plan.close()
+        return out, lse
+
 
 PRODUCERS = {"sglang-triton": SglangTriton, "flashinfer": FlashInferMla, "numpy-reference": NumpyReference}
+
+
+def _positive_int(text):
+    return int(text) if text.isdigit() and int(text) > 0 else None
 
 
 def main(argv=None):
@@ -217,12 +286,37 @@ def main(argv=None):
     ap.add_argument("--sglang-files", metavar="DIR",
                     help="sglang-triton: load SGLang's kernel from the files `python3 -m vattn.sglang_files extract "
                          "WHEEL DIR` copied out of a wheel, not from an installed sglang")
+    ap.add_argument("--flashinfer-lib", metavar="LIB",
+                    help="flashinfer: FlashInfer's MLA kernels and planner from this libvattn_flashinfer_mla.so "
+                         "(peers/build_flashinfer.sh), not from an installed flashinfer")
+    ap.add_argument("--flashinfer-backend", choices=("fa2", "fa3"),
+                    help="flashinfer: fa2 (mma.sync) or fa3 (Hopper wgmma) (default: fa2)")
+    ap.add_argument("--flashinfer-smem", metavar="BYTES|sm120",
+                    help="flashinfer with --flashinfer-lib, fa2: the per-SM shared-memory limit fa2 picks its "
+                         f"configuration by, instead of the device's (sm120: {SM120_SMEM_PER_SM}, an RTX PRO 6000's)")
     ap.add_argument("files", nargs="+", metavar="FILE")
     a = ap.parse_args(argv)
     if a.sglang_files and a.producer != "sglang-triton":
         ap.error("--sglang-files is for --producer sglang-triton")
+    for opt in ("flashinfer_lib", "flashinfer_backend", "flashinfer_smem"):
+        if getattr(a, opt) is not None and a.producer != "flashinfer":
+            ap.error(f"--{opt.replace('_', '-')} is for --producer flashinfer")
+    backend, smem = a.flashinfer_backend or "fa2", 0
+    if a.flashinfer_smem is not None:
+        if not a.flashinfer_lib:
+            ap.error("--flashinfer-smem needs --flashinfer-lib (FlashInfer's own wrapper picks the device's)")
+        if backend != "fa2":
+            ap.error("--flashinfer-smem is for --flashinfer-backend fa2 (fa3 has one configuration)")
+        smem = SM120_SMEM_PER_SM if a.flashinfer_smem == "sm120" else _positive_int(a.flashinfer_smem)
+        if smem is None:
+            ap.error(f"--flashinfer-smem: '{a.flashinfer_smem}' is neither a positive number of bytes nor sm120")
     try:
-        producer = SglangTriton(a.sglang_files) if a.producer == "sglang-triton" else PRODUCERS[a.producer]()
+        if a.producer == "sglang-triton":
+            producer = SglangTriton(a.sglang_files)
+        elif a.producer == "flashinfer":
+            producer = FlashInferMla(a.flashinfer_lib, backend, smem)
+        else:
+            producer = PRODUCERS[a.producer]()
     except MissingDependency as e:
         print(f"vattn.produce: --producer {a.producer}: {e}", file=sys.stderr)
         return 2
@@ -243,6 +337,10 @@ def main(argv=None):
                 continue
             try:
                 out, lse = producer.run(c)
+            except SkipCase as e:
+                skipped += 1
+                print(f"{path}: case '{c.name}': skipped: {e}")
+                continue
             except Exception as e:  # a kernel that fails on one case: say so, go on
                 failed += 1
                 print(f"{path}: case '{c.name}': FAILED: {type(e).__name__}: {e}")

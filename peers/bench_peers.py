@@ -1,0 +1,466 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""peers/bench_peers.py: serving kernels next to vattn's, on the shapes of `vattn bench`.
+
+Times, under CUDA-graph replay, FlashInfer's MLA (fa2 in the device's own shared-memory
+configuration, fa2 held to sm_120's, fa3; from libvattn_flashinfer_mla.so) and SGLang's Triton
+target_verify kernel (extend_attention_fwd, from the files vattn.sglang_files extracts), on
+vattn bench's verify shapes: H=8, d_qk 576, d_v 512, P x B x T (T <= 16: a chain, else a random
+tree), scattered KV slots, inputs rotated through copies that defeat the L2 (256 MB, at most 32,
+as src/gpu/bench.cpp does). In the same run it calls `vattn bench --json` for each --kernel
+revision and prints one table: each kernel's graph-replay time (median of --reps single replays
+after --warmup, CUDA events, as vattn bench times graph_us) and its share of the roofline
+vattn bench measured (max(bytes / copy GB/s, flops / mma.sync TFLOP/s): the same ceilings for
+all), and each peer's time over split-v1's (and over the other revisions').
+
+FlashInfer has no tree mask: on tree rows it is timed with its causal mask over the same keys
+(the same work, another mask); the table says so. Every kernel reads the same bytes (KV rows of
+576, q, out) and writes out and lse. SGLang's kernel takes the tree mask, as in serving.
+
+Runs on the GPU machine (torch, triton, a CUDA device); the full table takes about 1-2 minutes
+on an H200. Exit 0 when every selected peer ran every shape and vattn bench ran; 1 when a peer
+failed on a shape or is not available, or no --kernel revision could be timed (one of several
+not available is only reported); 2 usage.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+D_QK, D_V = 576, 512
+ROTATE_BYTES, MAX_SETS = 256e6, 32  # src/gpu/bench.cpp: kRotateBytes, kMaxSets
+SM_SCALE = 0.1446796
+PEERS = ("fa2", "fa2-sm120", "fa3", "sglang")
+SHORT = {"split-v1": "v1", "split-v2": "v2"}
+
+
+def int_list(text):
+    try:
+        vals = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of whole numbers")
+    if not vals or min(vals) < 0:
+        raise argparse.ArgumentTypeError(f"'{text}': needs values >= 0")
+    return vals
+
+
+def peer_list(text):
+    if text == "none":
+        return []
+    vals = text.split(",")
+    bad = [v for v in vals if v not in PEERS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown peer '{bad[0]}' (peers: {', '.join(PEERS)}, or none)")
+    return list(dict.fromkeys(vals))
+
+
+def parse_args(argv):
+    doc = __doc__.split("\n\n")
+    ap = argparse.ArgumentParser(prog="bench_peers.py", description="\n\n".join(doc[1:3]),
+                                 epilog="\n\n".join(doc[3:]) + "\n\nexample (a quick run):\n  python3 peers/bench_peers.py "
+                                 "--prefix 16384 --batch 1 --drafts 16 --peers fa2,sglang --reps 10",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    dev = lambda *p: os.path.join(ROOT, ".device", *p)
+    ap.add_argument("--vattn", default=dev("build", "vattn"), metavar="PATH", help="the vattn binary (default: %(default)s)")
+    ap.add_argument("--kernel", action="append", metavar="REV",
+                    help="kernel revisions for `vattn bench --kernel` (repeat, or a comma list; default: split-v1); "
+                         "the first one timed gives the roofline; one not available is reported")
+    ap.add_argument("--no-vattn", action="store_true", help="do not run vattn bench (no roofline, no ratios)")
+    ap.add_argument("--peers", type=peer_list, default=list(PEERS), metavar="LIST",
+                    help=f"peers to time: {','.join(PEERS)} or none (default: all)")
+    ap.add_argument("--flashinfer-lib", default=dev("flashinfer", "libvattn_flashinfer_mla.so"), metavar="LIB",
+                    help="libvattn_flashinfer_mla.so (peers/build_flashinfer.sh; default: %(default)s)")
+    ap.add_argument("--sglang-files", default=dev("sglang-files"), metavar="DIR",
+                    help="SGLang's kernel files (python3 -m vattn.sglang_files extract WHEEL DIR; default: %(default)s)")
+    ap.add_argument("--prefix", type=int_list, default=[4096, 16384, 65536, 91000, 131072], metavar="LIST",
+                    help="prefix lengths P (default: 4096,16384,65536,91000,131072)")
+    ap.add_argument("--batch", type=int_list, default=[1, 8], metavar="LIST", help="batch sizes B (default: 1,8)")
+    ap.add_argument("--drafts", type=int_list, default=[16, 64], metavar="LIST",
+                    help="drafts per request T (<= 16: chain, else random tree; default: 16,64)")
+    ap.add_argument("--heads", type=int, default=8, help="query heads H (default: 8)")
+    ap.add_argument("--reps", type=int, default=20, help="timed replays per kernel and shape (default: 20)")
+    ap.add_argument("--warmup", type=int, default=5, help="replays before timing (default: 5)")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the first shape (default: 1)")
+    ap.add_argument("--json", metavar="FILE", help="also write the results as JSON (schema vattn-peers-bench 1)")
+    ap.add_argument("--list", action="store_true", help="print the shapes and kernels that would run, and exit")
+    a = ap.parse_args(argv)
+    if min(a.batch) < 1 or min(a.drafts) < 1 or a.heads < 1 or a.reps < 1 or a.warmup < 0:
+        ap.error("--batch, --drafts, --heads and --reps need values >= 1, --warmup >= 0")
+    if a.no_vattn and a.kernel:
+        ap.error("--kernel and --no-vattn exclude each other")
+    kernels = [k for arg in (a.kernel or ["split-v1"]) for k in arg.split(",") if k]
+    a.kernel = [] if a.no_vattn else list(dict.fromkeys(kernels))
+    return a
+
+
+def shapes(a):
+    """(batch, drafts, tree, prefix) in vattn bench's order."""
+    return [(b, t, "chain" if t <= 16 else "random", p) for b in a.batch for t in a.drafts for p in a.prefix]
+
+
+def work(b, t, p, h):
+    """vattn bench's unique bytes (KV rows + q in, out + lse out) and flops."""
+    n_q = b * t
+    return ((b * p + n_q) * D_QK * 2 + n_q * h * (D_QK * 2 + D_V * 2 + 4), b * t * h * (p + t) * 2 * (D_QK + D_V))
+
+
+# ---------------------------------------------------------------------------- vattn bench
+
+def run_vattn_bench(a, kernels):
+    """One `vattn bench --kernel K1,K2,..`: (report dict, None) or (None, why not)."""
+    if not os.access(a.vattn, os.X_OK):
+        return None, f"no vattn binary at {a.vattn}"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bench.json")
+        cmd = [a.vattn, "bench", "--kernel", ",".join(kernels), "--json", path, "--reps", str(a.reps),
+               "--prefix", ",".join(map(str, a.prefix)), "--batch", ",".join(map(str, a.batch)),
+               "--drafts", ",".join(map(str, a.drafts))]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=150 * len(kernels))
+        except subprocess.TimeoutExpired:
+            return None, f"vattn bench ran past {150 * len(kernels)} s"
+        if p.returncode != 0 or not os.path.exists(path):
+            lines = [l for l in (p.stderr + p.stdout).splitlines() if l.strip()]
+            return None, f"vattn bench exit {p.returncode}: {lines[-1] if lines else 'no output'}"
+        with open(path) as f:
+            return json.load(f), None
+
+
+def vattn_bench(a, rep):
+    """Times a.kernel with vattn bench: all in one run (vattn bench 2 takes a list, times them on
+    the same inputs against the same ceilings), else one run each (a vattn without lists, or a
+    revision not available: that one is reported). Returns {(batch, drafts, prefix): {kernel: case}}."""
+    reports = []
+    r, why = run_vattn_bench(a, a.kernel)
+    if r is not None:
+        reports.append(r)
+    elif len(a.kernel) == 1:
+        rep["unavailable"][a.kernel[0]] = why
+    else:
+        for k in a.kernel:
+            r, why = run_vattn_bench(a, [k])
+            if r is not None:
+                reports.append(r)
+            else:
+                rep["unavailable"][k] = why
+    rows = {}
+    for r in reports:
+        names = r.get("kernels") or [r["kernel"]]
+        rep["vattn_kernels"] += [k for k in names if k not in rep["vattn_kernels"]]
+        rep["device"] = f"{r['device']} ({r['sms']} SMs)"
+        if rep["roofline_from"] is None:
+            rep.update(roofline_from=names[0], copy_gbps=r["copy_gbps"], mma_tflops=r["mma_tflops"])
+        for c in r["cases"]:
+            rows.setdefault((c["batch"], c["drafts"], c["prefix"]), {})[c.get("kernel", r["kernel"])] = c
+    for k in rep["vattn_kernels"]:
+        print(f"bench_peers: vattn bench --kernel {k}: {sum(k in v for v in rows.values())} shapes", flush=True)
+    for k, why in rep["unavailable"].items():
+        print(f"bench_peers: vattn bench --kernel {k}: not available: {why}", flush=True)
+    return rows
+
+
+# ---------------------------------------------------------------------------- inputs
+
+def tree_mask(np, tree, t, rng):
+    """T x T ancestor-or-self mask: a chain, or a random tree (node i's parent uniform in 0..i-1)."""
+    parent = [-1] + [i - 1 if tree == "chain" else int(rng.integers(0, i)) for i in range(1, t)]
+    m = np.zeros((t, t), bool)
+    for i in range(t):
+        if parent[i] >= 0:
+            m[i] = m[parent[i]]
+        m[i, i] = True
+    return m
+
+
+class Inputs:
+    """One shape's tensors. A pool of `sets` copies of the shape's keys (B x (P + T) rows of 576 per
+    copy); copy s lists its keys as a random permutation of its own slot range, request b owning
+    keys b*(P+T) .. (b+1)*(P+T)-1, its last T the drafts'. FlashInfer reads all P + T from the pool;
+    SGLang reads the first P from the pool and the drafts from k_extend, the draft rows of copy 0."""
+
+    def __init__(self, torch, np, b, t, tree, p, h, seed):
+        dev, bf16 = "cuda", torch.bfloat16
+        self.b, self.t, self.tree, self.p, self.h = b, t, tree, p, h
+        self.n_q = n_q = b * t
+        self.sets = max(1, min(MAX_SETS, int(ROTATE_BYTES / max(b * p * D_QK * 2, 1))))
+        per_set = b * (p + t)
+        g = torch.Generator(device=dev)
+        g.manual_seed(seed)
+        self.pool = torch.empty((self.sets * per_set, 1, D_QK), dtype=bf16, device=dev).uniform_(-1, 1, generator=g)
+        self.q = torch.empty((n_q, h, D_QK), dtype=bf16, device=dev).uniform_(-1, 1, generator=g)
+        self.out = torch.empty((n_q, h, D_V), dtype=bf16, device=dev)
+        self.lse = torch.empty((n_q, h), dtype=torch.float32, device=dev)
+        self.fi_indices, self.prefix_indices = [], []
+        for s in range(self.sets):
+            perm = (torch.randperm(per_set, generator=g, device=dev) + s * per_set).view(b, p + t)
+            self.fi_indices.append(perm.reshape(-1).to(torch.int32).contiguous())
+            self.prefix_indices.append(perm[:, :p].reshape(-1).to(torch.int64).contiguous())
+            if s == 0:
+                self.k_extend = self.pool[perm[:, p:].reshape(-1)].contiguous()  # [n_q, 1, 576]
+        self.qo_indptr = [i * t for i in range(b + 1)]
+        self.fi_kv_indptr = [i * (p + t) for i in range(b + 1)]
+        self.fi_kv_len = [p + t] * b
+        m = tree_mask(np, tree, t, np.random.default_rng(seed))
+        full = np.concatenate([np.ones((t, p), bool), m], axis=1).ravel()
+        self.mask = torch.from_numpy(np.tile(full, b)).to(dev)
+        self.mask_indptr = torch.arange(b + 1, dtype=torch.int64, device=dev) * (t * (p + t))
+        self.sgl_qo_indptr = torch.tensor(self.qo_indptr, dtype=torch.int32, device=dev)
+        self.sgl_kv_indptr = torch.tensor([i * p for i in range(b + 1)], dtype=torch.int32, device=dev)
+
+
+# ---------------------------------------------------------------------------- peers
+
+class FlashInferPeer:
+    def __init__(self, torch, lib, name, backend, smem):
+        self.torch, self.lib, self.name, self.backend, self.smem = torch, lib, name, backend, smem
+        self.mask = "causal"
+        self.description = None  # from the first plan
+        self.plan = None
+
+    def prepare(self, x):
+        self.plan = self.lib.plan(x.qo_indptr, x.fi_kv_indptr, x.fi_kv_len, x.h, backend=self.backend, causal=True,
+                                  smem_limit=self.smem)
+        cfg = self.plan.config
+        if self.description is None:
+            how = ("its only configuration" if self.backend == "fa3" else
+                   f"configuration for {cfg['dispatch_smem']} B/SM" +
+                   (", the device's own" if cfg["dispatch_smem"] == cfg["device_smem"] else ", sm_120's"))
+            stages = f"{cfg['num_stages']} stage" + ("s" if cfg["num_stages"] != 1 else "")
+            self.description = (f"{self.lib.description.split(' MLA ')[0]} MLA {self.backend}: {stages}, "
+                                f"{cfg['tile_kv']}-key KV tiles, {cfg['smem_bytes']} B shared memory per CTA "
+                                f"({how}); causal mask")
+        kv = x.pool
+        self.views = (x.q[..., :D_V], x.q[..., D_V:], kv[..., :D_V], kv[..., D_V:])
+
+    def call(self, x, s):
+        stream = self.torch.cuda.current_stream().cuda_stream
+        self.plan.run(*self.views, x.fi_indices[s], x.out, x.lse, SM_SCALE, stream)
+
+    def finish(self):
+        if self.plan is not None:
+            self.plan.close()
+            self.plan = None
+
+
+class SglangPeer:
+    name, mask = "sglang", "tree"
+
+    def __init__(self, torch, fwd, version):
+        self.torch, self.fwd = torch, fwd
+        self.description = f"SGLang {version} Triton extend_attention_fwd (target_verify), its custom (tree) mask"
+
+    def prepare(self, x):
+        kb = x.pool
+        self.v_extend = x.k_extend[..., :D_V].contiguous()
+        self.fixed = (kb, kb[..., :D_V], x.sgl_qo_indptr, x.sgl_kv_indptr)
+
+    def call(self, x, s):
+        kb, vb, qo, kvp = self.fixed
+        self.fwd(x.q, x.k_extend, self.v_extend, x.out, kb, vb, qo, kvp, x.prefix_indices[s], x.mask, False,
+                 x.mask_indptr, x.t, 1.0, 1.0, SM_SCALE, lse_extend=x.lse)
+
+    def finish(self):
+        self.fixed = self.v_extend = None
+
+
+def make_peers(a, torch):
+    """(peers, {name: why not})."""
+    peers, missing = [], {}
+    fi = [p for p in a.peers if p != "sglang"]
+    if fi:
+        from vattn.flashinfer_lib import SM120_SMEM_PER_SM, FlashInferLibError, Library
+
+        try:
+            lib = Library(a.flashinfer_lib)
+        except FlashInferLibError as e:
+            lib, why = None, str(e)
+        for name in fi:
+            backend = "fa3" if name == "fa3" else "fa2"
+            if lib is None:
+                missing[name] = why
+            elif backend not in lib.backends:
+                missing[name] = f"{lib.path}: built without {backend}"
+            else:
+                peers.append(FlashInferPeer(torch, lib, name, backend, SM120_SMEM_PER_SM if name == "fa2-sm120" else 0))
+    if "sglang" in a.peers:
+        from vattn.sglang_files import SglangFilesError, load
+
+        try:
+            mod, version = load(a.sglang_files)
+            peers.append(SglangPeer(torch, mod.extend_attention_fwd, version))
+        except (SglangFilesError, ImportError) as e:
+            missing["sglang"] = str(e)
+    return peers, missing
+
+
+def median(v):
+    return sorted(v)[len(v) // 2]  # as src/gpu/bench.cpp
+
+
+def time_peer(torch, peer, x, a, stream):
+    """Graph-replay median in us, and a float copy of copy 0's output (for the cross-check)."""
+    with torch.cuda.stream(stream):
+        peer.prepare(x)
+        peer.call(x, 0)  # eager first: Triton compiles here, errors surface here
+        stream.synchronize()
+        if not bool(torch.isfinite(x.out).all()):
+            raise RuntimeError("non-finite output")
+        out0 = x.out.float().clone()
+        graphs = []
+        for s in range(x.sets):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, stream=stream):
+                peer.call(x, s)
+            graphs.append(g)
+        for i in range(a.warmup):
+            graphs[i % x.sets].replay()
+        stream.synchronize()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for i in range(a.reps):
+            e0.record(stream)
+            graphs[i % x.sets].replay()
+            e1.record(stream)
+            e1.synchronize()
+            times.append(e0.elapsed_time(e1) * 1e3)
+        del graphs
+    return median(times), out0
+
+
+# ---------------------------------------------------------------------------- report
+
+def table(rep):
+    kernels = rep["vattn_kernels"] + [p["name"] for p in rep["peers"]]
+    bases = [k for k in rep["vattn_kernels"]]
+    peers = [p["name"] for p in rep["peers"]]
+    lines = [f"peers bench: {rep['device']}; CUDA-graph replay, median of {rep['reps']} after {rep['warmup']} warm-up; "
+             + (f"roofline from vattn bench --kernel {rep['roofline_from']} (copy {rep['copy_gbps']:.0f} GB/s, mma.sync "
+                f"{rep['mma_tflops']:.0f} TFLOP/s)" if rep["roofline_from"] else "no roofline (vattn bench did not run)")]
+    for k in rep["vattn_kernels"]:
+        lines.append(f"  {k:<10} vattn revision {k} (vattn bench graph_us)")
+    for p in rep["peers"]:
+        lines.append(f"  {p['name']:<10} {p['description']}")
+    for k, why in rep["unavailable"].items():
+        lines.append(f"  {k:<10} NOT AVAILABLE: {why}")
+    head = f"{'B':>4} {'T':>4} {'tree':<6} {'P':>7} {'roof_us':>8} |" + "".join(f" {k:>14}" for k in kernels) + " |"
+    ratio_cols = [(p, k) for k in bases for p in peers]
+    head += "".join(f" {p + '/' + SHORT.get(k, k):>{max(9, len(p) + 4)}}" for p, k in ratio_cols)
+    lines.append(head)
+    for c in rep["cases"]:
+        roof = c.get("roofline_us")
+        row = f"{c['batch']:>4} {c['drafts']:>4} {c['tree']:<6} {c['prefix']:>7} " + (f"{roof:>8.2f}" if roof else f"{'-':>8}") + " |"
+        for k in kernels:
+            us = c["graph_us"].get(k)
+            if us is None:
+                row += f" {'-':>14}"
+            else:
+                pct = f"{100 * roof / us:3.0f}%" if roof else "   -"
+                mark = "*" if c["tree"] != "chain" and c["mask"].get(k) == "causal" else " "
+                row += f" {us:8.1f}{mark}{pct:>5}"
+        for p, k in ratio_cols:
+            pu, ku = c["graph_us"].get(p), c["graph_us"].get(k)
+            row += f" {(f'{pu / ku:.2f}' if pu and ku else '-'):>{max(9, len(p) + 4)}}"
+        lines.append(row)
+    lines.append("us: graph replay; %: roofline_us / us. *: FlashInfer has no tree mask; on tree rows it ran its causal "
+                 "mask over the same keys (the same work, another mask).")
+    if ratio_cols:
+        lines.append("PEER/REV: the peer's time over the revision's (above 1: the revision is faster).")
+    for note in rep["notes"]:
+        lines.append(note)
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    todo = shapes(a)
+    if a.list:
+        print(f"vattn bench --kernel: {', '.join(a.kernel) or '(not run)'}; peers: {', '.join(a.peers) or 'none'}")
+        for b, t, tree, p in todo:
+            print(f"B={b} T={t} tree={tree} P={p}")
+        return 0
+    t_start = time.time()
+    sys.path.insert(0, os.path.join(ROOT, "python", "src"))
+    rep = {"schema": "vattn-peers-bench", "version": 1, "device": "?", "reps": a.reps, "warmup": a.warmup,
+           "heads": a.heads, "sm_scale": SM_SCALE, "vattn_kernels": [], "roofline_from": None, "copy_gbps": None,
+           "mma_tflops": None, "peers": [], "unavailable": {}, "errors": [], "notes": [], "cases": []}
+    vattn_rows = vattn_bench(a, rep) if a.kernel else {}
+    # A revision not available is reported, not fatal; none at all (when asked for) is.
+    failed = bool(a.kernel) and not rep["vattn_kernels"]
+
+    peers = []
+    if a.peers:
+        try:
+            import numpy as np
+            import torch
+        except ImportError as e:
+            print(f"bench_peers: the peers need torch and numpy ({e})", file=sys.stderr)
+            return 1
+        if not torch.cuda.is_available():
+            print("bench_peers: the peers need a CUDA device (torch.cuda.is_available() is False)", file=sys.stderr)
+            return 1
+        peers, missing = make_peers(a, torch)
+        rep["unavailable"].update(missing)
+        failed = failed or bool(missing)  # a peer asked for and not available fails the run
+        prop = torch.cuda.get_device_properties(0)
+        rep["device"] = f"{prop.name} ({prop.multi_processor_count} SMs)"
+        stream = torch.cuda.Stream()
+    cross = []
+    for i, (b, t, tree, p) in enumerate(todo):
+        nbytes, flops = work(b, t, p, a.heads)
+        case = {"batch": b, "drafts": t, "tree": tree, "prefix": p, "bytes": nbytes, "flops": flops,
+                "graph_us": {}, "mask": {}}
+        vr = vattn_rows.get((b, t, p), {})
+        if rep["roofline_from"] in vr:
+            case["roofline_us"] = vr[rep["roofline_from"]]["roofline_us"]
+        for k, c in vr.items():
+            case["graph_us"][k] = c["graph_us"]
+            case["mask"][k] = "tree"
+        if peers:
+            x = Inputs(torch, np, b, t, tree, p, a.heads, a.seed + i)
+            outs = {}
+            for peer in peers:
+                try:
+                    us, out0 = time_peer(torch, peer, x, a, stream)
+                    case["graph_us"][peer.name] = us
+                    case["mask"][peer.name] = peer.mask
+                    outs[peer.name] = out0
+                except Exception as e:  # one kernel failing on one shape: say so, go on
+                    failed = True
+                    msg = f"B={b} T={t} P={p}: {peer.name}: {type(e).__name__}: {e}"
+                    rep["errors"].append(msg)
+                    print(f"bench_peers: {msg}", flush=True)
+                finally:
+                    peer.finish()
+            if tree == "chain" and len(outs) > 1:  # same inputs, same (causal) mask: the outputs must agree
+                names = sorted(outs)
+                d = max(float((outs[n] - outs[names[0]]).abs().max()) for n in names[1:])
+                case["max_abs_out_diff"] = {"between": names, "value": d}
+                cross.append(d)
+            del x, outs
+            torch.cuda.empty_cache()
+        rep["cases"].append(case)
+        done = ", ".join(f"{k} {v:.1f}" for k, v in case["graph_us"].items())
+        print(f"bench_peers: B={b} T={t} P={p} done ({done} us)", flush=True)
+    rep["peers"] = [{"name": p.name, "description": p.description, "mask": p.mask} for p in peers]
+    if cross:
+        rep["notes"].append(f"chain rows, copy 0's inputs: the peers' outputs agree within max |diff| {max(cross):.3g} "
+                            "(bf16 outputs of values in [-1, 1])")
+    rep["notes"].extend(f"ERROR {e}" for e in rep["errors"])
+    rep["seconds"] = round(time.time() - t_start, 1)
+    print(table(rep))
+    print(f"bench_peers: {len(todo)} shapes, {len(rep['vattn_kernels'])} vattn revisions, {len(peers)} peers, "
+          f"{rep['seconds']:.0f} s" + (" (with failures or missing kernels)" if failed else ""))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rep, f, indent=1)
+        print(f"wrote {a.json}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
