@@ -2,14 +2,16 @@
 # The fuzz steps of a GPU session (scripts/device/session.sh fuzz-v1 | fuzz-planted), from a
 # staged build (stage with -DVATTN_BUILD_PLANTED=ON for the planted revisions):
 #   fuzz_step.sh v1 [MINUTES]   vattn fuzz against split-v1 for MINUTES (default 5): throughput,
-#                               GPU utilisation sampled by nvidia-smi, must end clean (exit 0)
+#                               GPU utilisation sampled by nvidia-smi, must end clean (exit 0);
+#                               VATTN_FUZZ_KERNEL=split-v2 fuzzes split-v2 instead
 #   fuzz_step.sh planted        campaigns against the planted crash, hang, bf16-partials,
 #                               drop-last-key and no-nonfinite-guard revisions: each must end with
 #                               exit 1 and a finding, every finding's printed command must re-fail
-#                               it, and the guard's shrunk repro (the poisoned case) must fail replay
+#                               it, and the guard's shrunk repro (the poisoned case) must fail replay;
+#                               VATTN_PLANTED=v2 takes split-v2's planted revisions (v2_plant_*)
 # Logs and summaries land in $OUT (or /tmp). Exit 0 when every campaign did what it should.
 set -uo pipefail
-case "${1:-}" in -h|--help|"") sed -n 2,10p "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ]; exit $? ;; esac
+case "${1:-}" in -h|--help|"") sed -n 2,12p "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ]; exit $? ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 b="$root/.device/build"
 out="${OUT:-/tmp}"
@@ -33,7 +35,7 @@ case $1 in
     smi=$!
     rm -rf "$work/v1"
     # A hard stop a minute past the campaign's own; the report is made after it, on its own clock.
-    timeout "$(awk "BEGIN{print int($minutes*60+60)}")" "$b/vattn" fuzz --kernel split-v1 \
+    timeout "$(awk "BEGIN{print int($minutes*60+60)}")" "$b/vattn" fuzz --kernel "${VATTN_FUZZ_KERNEL:-split-v1}" \
       --hours "$(awk "BEGIN{print $minutes/60}")" --seed 1 --out "$work/v1" --no-report > "$out/fuzz-v1.log" 2>&1
     code=$?
     timeout 90 "$b/vattn" report "$work/v1" >> "$out/fuzz-v1.log" 2>&1
@@ -45,7 +47,12 @@ case $1 in
     echo "fuzz v1: exit $code (0 expected)"; [ $code = 0 ] || rc=1 ;;
   planted)
     # The five campaigns run at once on the one GPU (a worker each, the cores shared out).
-    revs="plant_crash plant_hang plant_bf16_partials plant_drop_last_key plant_no_nonfinite_guard"
+    case ${VATTN_PLANTED:-v1} in
+      v1) pre="" ;;
+      v2) pre="v2_" ;;
+      *) echo "fuzz planted: VATTN_PLANTED=${VATTN_PLANTED}: v1 or v2" >&2; exit 2 ;;
+    esac
+    revs="${pre}plant_crash ${pre}plant_hang ${pre}plant_bf16_partials ${pre}plant_drop_last_key ${pre}plant_no_nonfinite_guard"
     threads=$(( $(nproc) / 5 - 1 )); [ $threads -ge 1 ] || threads=1
     declare -A pid=() started=()
     for rev in $revs; do
@@ -68,7 +75,7 @@ case $1 in
       # 1: findings; 124: cut by the hard stop, fine once a finding was written (the hang campaign)
       { [ $code = 1 ] || { [ $code = 124 ] && ls "$work/$rev"/findings/*/finding.json >/dev/null 2>&1; }; } || rc=1
       rerun_findings "$work/$rev"
-      if [ "$rev" = plant_no_nonfinite_guard ]; then  # found by the partly-visible-poison property
+      if [ "$rev" = "${pre}plant_no_nonfinite_guard" ]; then  # found by the partly-visible-poison property
         grep -q "partly visible poison" "$out/fuzz-$rev.log" || { echo "  not found by the poison property"; rc=1; }
         for f in "$work/$rev"/findings/*/shrunk.h5; do
           [ -e "$f" ] || continue
