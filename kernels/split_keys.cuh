@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// What both partial kernels share about a work item: which request, split and row tile it is,
-// where its keys come from (the draft mask, the drafts a row tile covers, each key's source row:
-// pool slot, draft row, or none: zeros), and the check of a tile's V for NaN/Inf.
+// Where a work item's keys come from, shared by both partial kernels: the draft mask, the
+// drafts a row tile covers, and each key's source row (pool slot, draft row, or none: zeros).
 #pragma once
 
 #include "split_plan.cuh"
@@ -62,73 +61,6 @@ __device__ __forceinline__ const uint16_t* resolve_key(const vattn_args& a, cons
   }
   if (!tile_sees_draft(a, td, k - r.prefix)) return nullptr;
   return a.kv_draft + (static_cast<int64_t>(qo_base) + (k - r.prefix)) * kDqk;
-}
-
-// One work item of the plan, decoded: its request b (plan entry r), KV split and row tile, the
-// keys [kbeg, kend) it covers in ntiles tiles, and where the request's rows, keys and mask start.
-struct WorkItem {
-  RequestPlan r;
-  int b, split, rt, kbeg, kend, ntiles, qo_base, kv_base, rows_b, words_per_row;
-  int64_t row0, mask_base;
-};
-
-__device__ __forceinline__ WorkItem work_item(const SplitParams& p, int item) {
-  const vattn_args& a = p.a;
-  WorkItem w;
-  w.b = find_request(a.num_requests, item, [&](int i) { return p.requests[i].work_begin; });
-  w.r = p.requests[w.b];
-  const RequestPlan& r = w.r;
-#ifdef VATTN_PLANT_CRASH
-  // Planted fault: every block handling a request of exactly 17 drafts stores through a wild
-  // pointer (device address 0x10, never mapped): cudaErrorIllegalAddress, the context is lost.
-  if (r.drafts == 17) *reinterpret_cast<volatile float*>(static_cast<uintptr_t>(0x10)) = 0.f;
-#endif
-#ifdef VATTN_PLANT_HANG
-  // Planted fault: every block handling a request with a prefix of exactly 77 keys waits for
-  // its plan entry to change, which nothing does while this kernel runs (volatile: the word is
-  // re-read each time, so the loop stays): the kernel never ends.
-  if (r.prefix == 77) {
-    const volatile int32_t* prefix_word = &p.requests[w.b].prefix;
-    while (*prefix_word == 77) __nanosleep(1000);
-  }
-#endif
-  const int local = item - r.work_begin;
-  w.split = local / r.row_tiles;
-  w.rt = local % r.row_tiles;
-  const int keys = r.prefix + r.drafts;
-  w.kbeg = w.split * r.chunk;
-  w.kend = min(keys, w.kbeg + r.chunk);
-  w.ntiles = w.kend > w.kbeg ? (w.kend - w.kbeg + kKeysPerTile - 1) / kKeysPerTile : 0;
-  w.qo_base = a.qo_indptr[w.b];
-  w.kv_base = a.kv_indptr[w.b];
-  w.rows_b = r.drafts * a.num_heads;
-  w.row0 = static_cast<int64_t>(w.qo_base) * a.num_heads + static_cast<int64_t>(w.rt) * kRowsPerTile;
-  w.mask_base = a.mask_word_indptr[w.b];
-  w.words_per_row = (r.drafts + 31) >> 5;
-  return w;
-}
-
-// The drafts the rows of work item w cover.
-__device__ __forceinline__ TileDrafts tile_drafts(const WorkItem& w, int heads) {
-  return TileDrafts{w.rt * kRowsPerTile / heads, (min(w.rows_b, (w.rt + 1) * kRowsPerTile) - 1) / heads, w.mask_base,
-                    w.words_per_row};
-}
-
-// V may hold NaN/Inf only in draft rows some row of the tile sees (prefix rows are visible to
-// every row; keys past the split and drafts no row sees are zero-filled). A draft seen by row i
-// but masked for row i' must not reach i' as 0 * NaN in P.V, so the partial kernels check the V
-// columns of a tile with drafts and take an explicit path when any is not finite. This thread's
-// share: 16-byte chunks first, first + stride, ... of the tile's V columns.
-__device__ __forceinline__ bool v_chunks_nonfinite(const uint16_t* kv, int first, int stride) {
-  bool bad = false;
-  for (int c = first; c < kKeysPerTile * (kDv / 8); c += stride) {
-    const int row = c / (kDv / 8), ch = c % (kDv / 8);
-    const uint4 v = *reinterpret_cast<const uint4*>(kv + row * kSmemStride + ch * 8);
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int x = 0; x < 4; ++x) bad |= ((w[x] & 0x7f80u) == 0x7f80u) || ((w[x] & 0x7f800000u) == 0x7f800000u);
-  }
-  return bad;
 }
 
 }  // namespace vattn::VATTN_KERN_NS

@@ -45,12 +45,34 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   const int item_stride = gridDim.x;  // persistent: any grid covers every item
 #endif
   for (int item = blockIdx.x; item < total; item += item_stride) {
-    const WorkItem w = work_item(p, item);
-    const RequestPlan& r = w.r;
-    const int split = w.split, rt = w.rt, kbeg = w.kbeg, kend = w.kend, ntiles = w.ntiles;
-    const int qo_base = w.qo_base, kv_base = w.kv_base, rows_b = w.rows_b, words_per_row = w.words_per_row;
-    const int64_t row0 = w.row0, mask_base = w.mask_base;
-    const TileDrafts td = tile_drafts(w, H);
+    const int b = find_request(a.num_requests, item, [&](int i) { return p.requests[i].work_begin; });
+    const RequestPlan r = p.requests[b];
+#ifdef VATTN_PLANT_CRASH
+    // Planted fault: every block handling a request of exactly 17 drafts stores through a wild
+    // pointer (device address 0x10, never mapped): cudaErrorIllegalAddress, the context is lost.
+    if (r.drafts == 17) *reinterpret_cast<volatile float*>(static_cast<uintptr_t>(0x10)) = 0.f;
+#endif
+#ifdef VATTN_PLANT_HANG
+    // Planted fault: every block handling a request with a prefix of exactly 77 keys waits for
+    // its plan entry to change, which nothing does while this kernel runs (volatile: the word is
+    // re-read each time, so the loop stays): the kernel never ends.
+    if (r.prefix == 77) {
+      const volatile int32_t* prefix_word = &p.requests[b].prefix;
+      while (*prefix_word == 77) __nanosleep(1000);
+    }
+#endif
+    const int local = item - r.work_begin;
+    const int split = local / r.row_tiles, rt = local % r.row_tiles;
+    const int keys = r.prefix + r.drafts;
+    const int kbeg = split * r.chunk;
+    const int kend = min(keys, kbeg + r.chunk);
+    const int ntiles = kend > kbeg ? (kend - kbeg + kKeysPerTile - 1) / kKeysPerTile : 0;
+    const int qo_base = a.qo_indptr[b], kv_base = a.kv_indptr[b];
+    const int rows_b = r.drafts * H;
+    const int64_t row0 = static_cast<int64_t>(qo_base) * H + static_cast<int64_t>(rt) * kRowsPerTile;
+    const int64_t mask_base = a.mask_word_indptr[b];
+    const int words_per_row = (r.drafts + 31) >> 5;
+    const TileDrafts td{rt * kRowsPerTile / H, (min(rows_b, (rt + 1) * kRowsPerTile) - 1) / H, mask_base, words_per_row};
 
     // Rows of the mma fragments this thread holds: tile rows mt*16 + g + 8*h.
     bool valid[2][2];
@@ -137,10 +159,20 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         }
         store_partial(s_x, acc, tl);
       }
-      // Non-finite V in a draft some rows see (split_keys.cuh): the rare path below.
+      // V may hold NaN/Inf only in draft rows some row of the tile sees (prefix rows are
+      // visible to every row; keys past the split and drafts no row sees are zero-filled).
+      // A draft seen by row i but masked for row i' must not reach i' as 0 * NaN in P.V.
       bool v_nonfinite = false;
       if (kGuardNonfiniteV && has_drafts) {
-        v_nonfinite = __syncthreads_or(v_chunks_nonfinite(kv, threadIdx.x, kPartialThreads));
+        for (int c = threadIdx.x; c < kKeysPerTile * (kDv / 8); c += kPartialThreads) {
+          const int row = c / (kDv / 8), ch = c % (kDv / 8);
+          const uint4 v = *reinterpret_cast<const uint4*>(kv + row * kSmemStride + ch * 8);
+          const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int x = 0; x < 4; ++x)
+            v_nonfinite |= ((w[x] & 0x7f80u) == 0x7f80u) || ((w[x] & 0x7f800000u) == 0x7f800000u);
+        }
+        v_nonfinite = __syncthreads_or(v_nonfinite);
       } else {
         __syncthreads();
       }

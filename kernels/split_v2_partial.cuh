@@ -10,6 +10,9 @@
 //  2. softmax: warp w owns rows 4w..4w+3 (lane & 3), two keys per lane; the four quarter
 //     partials are summed in split-v1's fixed order, then masked, then the online softmax;
 //  3. O = O * corr + P V: warp (rb, cq) = (warp & 3, warp >> 2), rows 16rb.., columns 128cq...
+// The work-item decode and the scan of a tile's V are written out here as in split_partial.cuh:
+// a helper shared by both kernels changed split-v1's SASS and made it 1.5-2.4% slower at
+// P=131072 on the H200 (PERF.md), so each kernel keeps its own copy.
 #pragma once
 
 #include <cmath>
@@ -68,14 +71,31 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   const int item_stride = gridDim.x;  // persistent: any grid covers every item
 #endif
   for (int item = blockIdx.x; item < total; item += item_stride) {
-    const WorkItem w = work_item(p, item);
-    const RequestPlan& r = w.r;
-    const int split = w.split, rt = w.rt, kbeg = w.kbeg, kend = w.kend, ntiles = w.ntiles;
-    const int qo_base = w.qo_base, kv_base = w.kv_base, rows_b = w.rows_b;  // (resolver: s_qo_base, s_kv_base)
-    const int64_t row0 = w.row0;
+    const int b = find_request(a.num_requests, item, [&](int i) { return p.requests[i].work_begin; });
+    const RequestPlan r = p.requests[b];
+#ifdef VATTN_PLANT_CRASH
+    if (r.drafts == 17) *reinterpret_cast<volatile float*>(static_cast<uintptr_t>(0x10)) = 0.f;  // see split_partial.cuh
+#endif
+#ifdef VATTN_PLANT_HANG
+    if (r.prefix == 77) {  // see split_partial.cuh
+      const volatile int32_t* prefix_word = &p.requests[b].prefix;
+      while (*prefix_word == 77) __nanosleep(1000);
+    }
+#endif
+    const int local = item - r.work_begin;
+    const int split = local / r.row_tiles, rt = local % r.row_tiles;
+    const int keys = r.prefix + r.drafts;
+    const int kbeg = split * r.chunk;
+    const int kend = min(keys, kbeg + r.chunk);
+    const int ntiles = kend > kbeg ? (kend - kbeg + kKeysPerTile - 1) / kKeysPerTile : 0;
+    const int qo_base = a.qo_indptr[b], kv_base = a.kv_indptr[b];  // (resolver: s_qo_base, s_kv_base)
+    const int rows_b = r.drafts * H;
+    const int64_t row0 = static_cast<int64_t>(qo_base) * H + static_cast<int64_t>(rt) * kRowsPerTile;
+    const int64_t mask_base = a.mask_word_indptr[b];
+    const int words_per_row = (r.drafts + 31) >> 5;
     if (threadIdx.x == 0) {
       s_r = r;
-      s_td = tile_drafts(w, H);
+      s_td = TileDrafts{rt * kRowsPerTile / H, (min(rows_b, (rt + 1) * kRowsPerTile) - 1) / H, mask_base, words_per_row};
       s_qo_base = qo_base;
       s_kv_base = kv_base;
       s_rt = rt;
@@ -194,10 +214,18 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
             *reinterpret_cast<float2*>(x + (16 * rb + g + 8 * h) * kXStride + n * 8 + 2 * t4) =
                 make_float2(acc[n][2 * h], acc[n][2 * h + 1]);
       }
-      // Non-finite V in a draft some rows see (split_keys.cuh): the rare path below.
+      // Non-finite V in a draft row some rows see and others do not: see split_partial.cuh.
       bool v_nonfinite = false;
       if (kGuardNonfiniteV && has_drafts) {
-        v_nonfinite = __syncthreads_or(v_chunks_nonfinite(kv, threadIdx.x, kPartialThreads));
+        for (int c = threadIdx.x; c < kKeysPerTile * (kDv / 8); c += kPartialThreads) {
+          const int row = c / (kDv / 8), ch = c % (kDv / 8);
+          const uint4 v = *reinterpret_cast<const uint4*>(kv + row * kSmemStride + ch * 8);
+          const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int x = 0; x < 4; ++x)
+            v_nonfinite |= ((w[x] & 0x7f80u) == 0x7f80u) || ((w[x] & 0x7f800000u) == 0x7f800000u);
+        }
+        v_nonfinite = __syncthreads_or(v_nonfinite);
       } else {
         __syncthreads();
       }
