@@ -28,8 +28,8 @@
 # 2 bad arguments, sbatch failed, or with --wait: a task or the merge failed.
 #
 # example:
-#   scripts/slurm/fuzz-submit.sh --nodes 8 --kernel split-v1 --hours 8 --root /shared/fuzz/night1 \
-#       --vattn /shared/vattn/build/vattn -- --partition=gpu --gres=gpu:8 --time=08:30:00
+#   scripts/slurm/fuzz-submit.sh --nodes 8 --kernel split-v1 --hours 8 --root /scratch/fuzz/night1 \
+#       --vattn /scratch/vattn/build/vattn -- --partition=gpu --gres=gpu:8 --time=08:30:00
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
