@@ -11,7 +11,7 @@
 //     partials are summed in split-v1's fixed order, then masked, then the online softmax;
 //  3. O = O * corr + P V: warp (rb, cq) = (warp & 3, warp >> 2), rows 16rb.., columns 128cq...
 // The work-item decode and the scan of a tile's V are written out here as in split_partial.cuh:
-// a helper shared by both kernels changed split-v1's SASS and made it 1.5-2.4% slower at
+// a helper shared by both kernels changed split-v1's SASS and made it 1.4-2.4% slower at
 // P=131072 on the H200 (PERF.md), so each kernel keeps its own copy.
 #pragma once
 
