@@ -22,6 +22,16 @@ __device__ __forceinline__ void cp_async_16(void* smem_dst, const void* gmem_src
                "r"(src_bytes)
                : "memory");
 }
+
+// A KV row (576 bf16) copied by eight threads, nine 16-byte chunks each, 128 B apart: chunks
+// [i0, i1) of this thread's nine, from global `from` to shared `to`. read == false writes
+// zeros; `from` must still be a mapped address.
+__device__ __forceinline__ void copy_row_chunks(uint16_t* to, const uint16_t* from, bool read, int i0, int i1) {
+#pragma unroll
+  for (int i = 0; i < kDqk / 64; ++i)
+    if (i >= i0 && i < i1) cp_async_16(to + 64 * i, read ? from + 64 * i : from, read);
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {

@@ -27,15 +27,6 @@ static_assert(kQuarterDims % 16 == 0, "d_qk quarter must be whole mma k-steps");
 constexpr int kCopyStep1 = 0, kCopyStep2 = 4, kCopyCut1 = 2, kCopyCut2 = 5;
 static_assert(kCopyStep2 < kKSteps && kCopyCut2 < kChunksPerRow / 8, "copy schedule inside the S phase");
 
-// Chunks [i0, i1) of one thread's nine in a KV row (eight threads per row, 16 B each, 128 B
-// apart), from global `from` to shared `to`. read == false writes zeros; `from` must still be
-// a mapped address.
-__device__ __forceinline__ void copy_row_chunks(uint16_t* to, const uint16_t* from, bool read, int i0, int i1) {
-#pragma unroll
-  for (int i = 0; i < kChunksPerRow / 8; ++i)
-    if (i >= i0 && i < i1) cp_async_16(to + 64 * i, read ? from + 64 * i : from, read);
-}
-
 // Where this thread works in each phase.
 struct TileLane {
   int warp, lane;
