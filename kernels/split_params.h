@@ -26,9 +26,9 @@ constexpr int kDqk = 576;           // kv_lora_rank 512 + rope 64
 constexpr int kDv = 512;            // V = first 512 columns of the same KV row
 #ifdef VATTN_SPLIT_V2
 constexpr int kRowsPerTile = 64;    // query rows (draft x head) per work item
-constexpr int kKeysPerTile = 16;    // keys per pipeline stage
-constexpr int kStages = 3;
-constexpr int kPartialThreads = 512;  // 16 warps: S by (row block x d_qk quarter), P.V by (row block x 128 columns)
+constexpr int kKeysPerTile = 32;    // keys per pipeline stage
+constexpr int kStages = 2;
+constexpr int kPartialThreads = 256;  // 8 warps: warp (row block, d_qk half) for S, (row block, 256 columns) for P.V
 constexpr int kMinTilesPerSplit = 4;  // the planner never cuts a request finer than this
 #else
 constexpr int kRowsPerTile = 32;    // query rows (draft x head) per work item
@@ -49,10 +49,21 @@ constexpr int kMinKeysPerSplit = kMinTilesPerSplit * kKeysPerTile;
 constexpr int kXStride = kKeysPerTile + 8;  // floats per row of an S partial: conflict-free float2 stores
 constexpr int kPStride = kKeysPerTile + 8;  // bf16 per row of P: ldmatrix rows on distinct banks
 constexpr size_t kSmemKv = sizeof(uint16_t) * kStages * kKeysPerTile * kSmemStride;
-constexpr size_t kSmemExchange = sizeof(float) * 4 * kRowsPerTile * kXStride;  // one S partial per d_qk quarter
 constexpr size_t kSmemP = sizeof(uint16_t) * kRowsPerTile * kPStride;
+#ifdef VATTN_SPLIT_V2
+// Each warp's S partial (16 rows x 32 keys, 16 floats a lane) in mma-fragment order, read by
+// the warp that shares its rows; on the rare non-finite-V path, P in row order over it. Then
+// one Q k-step per thread (16 B), which the registers cannot hold. No row statistics: each
+// thread keeps its rows' in registers.
+constexpr size_t kSmemExchange = sizeof(float) * kPartialThreads * 16;
+static_assert(kSmemP <= kSmemExchange, "split-v2 keeps P (rare path) over the exchange buffer");
+constexpr size_t kSmemQLast = 16 * kPartialThreads;
+constexpr size_t kSmemBytes = kSmemKv + kSmemExchange + kSmemQLast;
+#else
+constexpr size_t kSmemExchange = sizeof(float) * 4 * kRowsPerTile * kXStride;  // one S partial per d_qk quarter
 constexpr size_t kSmemRowStats = sizeof(float) * 3 * kRowsPerTile;  // rescale, 1/l, lse per row
 constexpr size_t kSmemBytes = kSmemKv + kSmemExchange + kSmemP + kSmemRowStats;
+#endif
 // Static shared memory of the partial kernel (row sources, error flag) is counted by the audit.
 static_assert(kSmemBytes + 1024 <= 101376, "sm_120 allows 101376 B of shared memory per block");
 
