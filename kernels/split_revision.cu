@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The in-tree revisions "split-v1" and (with -DVATTN_SPLIT_V2, split_revision_v2.cu) "split-v2"
-// behind the ABI of vattn_abi.h: host-side checks, then three launches (plan, partial, reduce)
-// whose shapes depend only on the plan limits. The two differ only in the partial kernel's work
-// item, and split-v2 hands decode batches to split-v1 (decode_batch() below).
+// The in-tree revisions "split-v1" and (with -DVATTN_SPLIT_V2) "split-v2" behind the ABI of
+// vattn_abi.h: host-side checks, then three launches (plan, partial, reduce) whose shapes
+// depend only on the plan limits. The two differ only in the partial kernel's work item.
 #include <cmath>
 #include <mutex>
 
@@ -10,7 +9,7 @@
 #include "split_v2_partial.cuh"
 #define VATTN_REVISION_DEFAULT_NAME "split-v2"
 #define VATTN_REVISION_DEFAULT_SYMBOL vattn_revision_split_v2
-#define VATTN_REVISION_ITEM "64 rows x 32 keys per stage, 2 stages, 8 warps; decode batches (T = 1, H <= 32) by split-v1"
+#define VATTN_REVISION_ITEM "64 rows x 32 keys per stage, 2 stages, 8 warps"
 #else
 #include "split_partial.cuh"
 #define VATTN_REVISION_DEFAULT_NAME "split-v1"
@@ -27,25 +26,10 @@
 #define VATTN_REVISION_SYMBOL VATTN_REVISION_DEFAULT_SYMBOL
 #endif
 
-#ifdef VATTN_SPLIT_V2
-// split-v1's entry point: linked into every split-v2 build (the suite's static library, and
-// split_revision_v1_inner.cu in each split-v2 revision library).
-extern "C" const vattn_revision* vattn_revision_split_v1(void);
-#endif
-
 namespace vattn::VATTN_KERN_NS {
 namespace {
 
 constexpr int kMaxDevices = 64;
-
-#ifdef VATTN_SPLIT_V2
-// A decode batch: every request has one draft (n_q == num_requests: the plan kernel refuses a
-// request past row n_q, and each has at least one draft), so a request has H query rows. With
-// H <= 32 they fill at most half of split-v2's 64-row item, and the H200 ran such batches at
-// 0.80-0.89x of split-v1's speed (PERF.md), so split-v2 runs them with split-v1. Both facts are
-// host-known and fixed for a captured graph: the choice never changes between replays.
-bool decode_batch(const vattn_args* a) { return a->n_q == a->num_requests && a->num_heads <= 32; }
-#endif
 
 struct DeviceFacts {
   int sms = 0;
@@ -119,12 +103,6 @@ vattn_status caps(vattn_caps* c) {
 vattn_status ws_size(const vattn_limits* lim, size_t* bytes) {
   if (!bytes || !limits_ok(lim)) return VATTN_ERR_INVALID_ARGUMENT;
   *bytes = workspace_layout(*lim).total;
-#ifdef VATTN_SPLIT_V2
-  size_t decode_bytes = 0;  // the same workspace must also serve split-v1's decode path
-  const vattn_status st = vattn_revision_split_v1()->workspace_size(lim, &decode_bytes);
-  if (st != VATTN_OK) return st;
-  if (decode_bytes > *bytes) *bytes = decode_bytes;
-#endif
   return VATTN_OK;
 }
 
@@ -137,9 +115,6 @@ vattn_status run(const vattn_args* a, const vattn_limits* lim, void* ws, size_t 
   if (a->d_qk != kDqk || a->d_v != kDv || a->num_heads < 1 || a->num_heads > kMaxHeads) return VATTN_ERR_UNSUPPORTED;
   if (a->num_requests > lim->max_requests || a->n_q > lim->max_total_drafts || a->num_heads != lim->num_heads)
     return VATTN_ERR_LIMITS;
-#ifdef VATTN_SPLIT_V2
-  if (decode_batch(a)) return vattn_revision_split_v1()->run(a, lim, ws, ws_bytes, stream);
-#endif
   const WorkspaceLayout L = workspace_layout(*lim);
   if (!ws || ws_bytes < L.total || reinterpret_cast<uintptr_t>(ws) % 256 != 0) return VATTN_ERR_WORKSPACE;
 

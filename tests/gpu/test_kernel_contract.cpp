@@ -134,28 +134,3 @@ TEST_CASE("a forced split count takes effect (workspace word 1)", "[gpu][kernel]
   CHECK(chosen.splits_used >= 1);
   CHECK(chosen.splits_used <= 32);
 }
-
-TEST_CASE("split-v2 runs decode batches (one draft per request, H <= 32) as split-v1, bitwise", "[gpu][kernel][decode]") {
-  // split-v2 hands these to split-v1 (split_revision.cu, decode_batch()); with 33 heads, or a
-  // request with two drafts, it runs its own kernel, which must still agree with the oracle.
-  for (const char* line : {"B=3 H=8 P=[4099,70,0] T=[1,1,1] tree=chain profile=k26 layout=scattered poison=1 seed=81",
-                           "B=1 H=32 P=[20000] T=[1] tree=chain profile=k26 layout=scattered poison=0 seed=82"}) {
-    const Case c = test::make_case(line);
-    DeviceCase dc(c);
-    KernelRunner v1(load_revision("split-v1"), limits_for(c, 16));
-    KernelRunner v2(load_revision("split-v2"), limits_for(c, 16));
-    for (int splits : {0, 1, 7}) {
-      const RunResult a = v1.run(dc, splits), b = v2.run(dc, splits);
-      REQUIRE(a.ok());
-      REQUIRE(b.ok());
-      INFO(line << " splits=" << splits);
-      REQUIRE(std::memcmp(a.out.data(), b.out.data(), a.out.size() * sizeof(float)) == 0);
-      REQUIRE(std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * sizeof(float)) == 0);
-    }
-  }
-  for (const char* line : {"B=2 H=33 P=[300,5] T=[1,1] tree=chain profile=k26 layout=scattered poison=0 seed=83",
-                           "B=2 H=8 P=[300,5] T=[2,1] tree=chain profile=k26 layout=scattered poison=0 seed=84"}) {
-    const Case c = test::make_case(line);
-    test::require_all_pass(test::check_vs_cpu(c, {0, 3}, "split-v2"), c);
-  }
-}
