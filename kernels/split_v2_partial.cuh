@@ -3,8 +3,8 @@
 // One work item = (request, row tile of 64 query rows, KV split): twice split-v1's rows for
 // every K/V byte streamed from L2, through split-v1's two 32-key stages (one tile in flight
 // while the other is used). Eight warps; warp w = (row block rb = w >> 1, half hh = w & 1)
-// keeps, for the whole item, Q of rows 16rb.. over d_qk half hh (72 registers) and O of the
-// same rows over output columns 256hh.. (128 registers). Per tile:
+// keeps, for the whole item, Q of rows 16rb.. over d_qk half hh (68 registers, its last k-step
+// in shared memory) and O of the same rows over output columns 256hh.. (128 registers). Per tile:
 //  1. S partial: rows 16rb.. x all 32 keys over d_qk half hh (18 k-steps);
 //  2. the two warps of a row block swap their partials through shared memory (a named barrier
 //     of the 64 threads, not the block's) and add them: both now hold the same full scores;
@@ -114,9 +114,9 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     }
 
     // A row block without a row of the request (T * H not a multiple of 64; decode: T = 1)
-    // only copies and meets the block's barriers: its mma, exchange and softmax would compute
-    // rows nobody reads, and the row blocks that have rows get the shared memory and the
-    // tensor cores to themselves.
+    // skips its S and P.V mma, which would compute rows nobody reads, so the row blocks that
+    // have rows get the shared memory and the tensor cores to themselves. Its copies, barriers,
+    // exchange and softmax (on zeros) still run: skipping those too made ptxas spill.
     const bool active = rt * kRowsPerTile + 16 * rb < rows_b;
     // The two fragment rows of this thread: tile rows 16rb + g + 8i.
     bool valid[2];
