@@ -11,6 +11,10 @@
 //  3. mask and online softmax in registers: both warps compute the same P, which never leaves
 //     the registers (the accumulator layout of S is the A-operand layout of P.V);
 //  4. O = O * corr + P V over columns 256hh...
+// Ping-pong: row blocks 0-1 (warps 0-3, group A) and 2-3 (warps 4-7, group B) run these steps
+// half a tile apart, B doing its P.V of a tile after the next block barrier. Each scheduler
+// (warp % 4) holds one warp of each group, so one group's swap and softmax, which issue no
+// mma, meet the other group's mma (2.5-4.5% faster on the H200 at P >= 16384: PERF.md).
 // One block barrier per tile (the stage is in, the other stage is free), against split-v1's
 // three, and no shared-memory round trip for P or the row statistics.
 // The work-item decode and the scan of a tile's V are written out here as in split_partial.cuh:
@@ -31,8 +35,8 @@ static_assert(kRowsPerTile == 64 && kKeysPerTile == 32 && kStages == 2 && kParti
               "split_v2_partial.cuh is written for 64 rows x 32 keys, 2 stages, 8 warps");
 constexpr int kV2HalfDims = kDqk / 2;  // 288 = 18 k-steps of 16
 constexpr int kV2KSteps = kV2HalfDims / 16;
-// Where the next tile's nine chunks per thread are issued: three after each of these S k-steps
-// (issued at once they stall the warps: PERF.md, session 2).
+// Where group B issues the next tile's copies (eighteen 16 B chunks per thread): six after each
+// of these S k-steps (issued at once they stall the warps: PERF.md, session 2).
 constexpr int kV2CopyStep0 = 0, kV2CopyStep1 = 6, kV2CopyStep2 = 12;
 static_assert(kV2HalfDims % 16 == 0 && kV2CopyStep2 < kV2KSteps, "v2 tile arithmetic");
 
@@ -47,8 +51,6 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   extern __shared__ __align__(16) unsigned char smem_raw[];
   uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);             // [kStages][kKeysPerTile][kSmemStride]
   float4* s_xf = reinterpret_cast<float4*>(smem_raw + kSmemKv);       // [warp][n-tile][lane]: S partials
-  // Rare path only: P in row order, over the exchange buffer (read by then).
-  uint16_t* s_p = reinterpret_cast<uint16_t*>(smem_raw + kSmemKv);  // [row][kPStride]
   // The last of each thread's 18 Q k-steps (4 registers), read back once per tile.
   uint4* s_qlast = reinterpret_cast<uint4*>(smem_raw + kSmemKv + kSmemExchange);  // [thread]
   __shared__ const uint16_t* s_src[3][kKeysPerTile];                  // row sources, two tiles ahead
@@ -179,64 +181,98 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     if (ntiles > 1) issue_part(1, 0, 9);
     cp_async_commit();
 
-    for (int it = 0; it < ntiles; ++it) {
+    // Interval it, between two block barriers (it = 0 .. ntiles; the last one is B's last P.V):
+    //   A: S(it), swap, softmax(it), P.V(it);
+    //   B: P.V(it - 1) with the P it kept in registers, then, once every B warp is past it, the
+    //      copy of tile it + 1 into the stage tile it - 1 leaves, spread over S(it); then swap
+    //      and softmax(it). O is rescaled at the softmax, before the P.V that uses its P.
+    // B issues every copy after the prologue: A never writes a stage that B may still read.
+    const bool grp_b = warp >= 4;
+    bool pend = false;  // B: P.V of tile it - 1 still to do (with P in registers)
+    uint32_t pa[2][4];  // P as the A operand of P.V: k-step kk = keys 16kk..
+    // P.V of one tile: O += P V over rows 16rb.., columns 256hh.. (O already rescaled).
+    auto pv_mma = [&](const uint16_t* kvt) {
+      if (active) {
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk)
+#pragma unroll
+          for (int np = 0; np < 16; ++np) {
+            uint32_t bv[4];
+            ldmatrix_x4_trans(bv, kvt + (kk * 16 + (mat & 1) * 8 + mrow) * kSmemStride + hh * 256 + np * 16 +
+                                      (mat >> 1) * 8);
+            mma_bf16_16816(o[2 * np], pa[kk], bv[0], bv[1]);
+            mma_bf16_16816(o[2 * np + 1], pa[kk], bv[2], bv[3]);
+          }
+      }
+    };
+    // The rare path, for a tile whose V holds NaN/Inf in a row some row of the tile sees: P in
+    // row order through this row block's exchange slot, zero probabilities skipped, so a masked
+    // non-finite V never counts. Both groups take it in the tile's own interval (B does not defer).
+    static_assert(sizeof(uint16_t) * 16 * kPStride <= sizeof(float4) * 4 * 32, "a row block's P fits its exchange slot");
+    auto pv_rare = [&](const uint16_t* kvt) {
+      uint16_t* s_prb = reinterpret_cast<uint16_t*>(s_xf + (2 * rb) * 4 * 32);  // [16][kPStride]
+      row_block_barrier(rb);  // the partner has read this slot's partial
+      uint16_t* prow = s_prb + g * kPStride + 2 * t4;
+      if (hh == 0) {
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk)
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            *reinterpret_cast<uint32_t*>(prow + 8 * i * kPStride + 16 * kk) = pa[kk][i];
+            *reinterpret_cast<uint32_t*>(prow + 8 * i * kPStride + 16 * kk + 8) = pa[kk][2 + i];
+          }
+      }
+      row_block_barrier(rb);
+#pragma unroll
+      for (int i = 0; i < 2; ++i)  // one row at a time: fewer live values than both at once
+#pragma unroll 1
+        for (int k = 0; k < kKeysPerTile; ++k) {
+          const float p = bf16_lo(s_prb[(g + 8 * i) * kPStride + k]);
+          if (p == 0.f) continue;
+          const uint16_t* vrow = kvt + k * kSmemStride + hh * 256 + 2 * t4;
+#pragma unroll
+          for (int n = 0; n < 32; ++n) {
+            const uint32_t vv = *reinterpret_cast<const uint32_t*>(vrow + n * 8);
+            o[n][2 * i] += p * bf16_lo(vv);
+            o[n][2 * i + 1] += p * bf16_hi(vv);
+          }
+        }
+      row_block_barrier(rb);  // both have read P before the slot takes a partial again
+    };
+    // Group B's copies: 128 threads, two KV rows each (r and r + 16), nine chunks per row.
+    auto issue_b = [&](int j, int i0, int i1) {
+      uint16_t* dst = s_kv + (j % kStages) * kKeysPerTile * kSmemStride;
+      const int lt = threadIdx.x - 128, ch0 = lt & 7;
+#pragma unroll
+      for (int h2 = 0; h2 < 2; ++h2) {
+        const int row = (lt >> 3) + 16 * h2;
+        const uint16_t* src = s_src[j % 3][row];
+        const bool read = src != nullptr;
+        const uint16_t* from = (read ? src : a.kv_pool) + ch0 * 8;
+        copy_row_chunks(dst + row * kSmemStride + ch0 * 8, from, read, i0, i1);
+      }
+    };
+
+    for (int it = 0; it <= ntiles; ++it) {
+      const bool tile = it < ntiles;
       const int next_k = kbeg + (it + 2) * kKeysPerTile + lane;
       // Loaded now, used after this tile's math: the index fetch never stalls the block.
       const int32_t next_slot = (warp == 0 && it + 2 < ntiles) ? prefetch_slot(a, s_r, s_kv_base, next_k, kend) : -1;
-      // Groups: tile 0, tile 1, then one per finished iteration (tile it for iteration it - 1).
-      if (it < 2)
+      // Groups: tiles 0 and 1 (every thread), then B's one per interval (tile it + 1 in interval it).
+      if (it == 0)
         cp_async_wait<1>();
       else
         cp_async_wait<0>();
-      __syncthreads();  // tile `it` is in; every warp is past the previous tile's P.V
-      const bool load_next = it >= 1 && it + 1 < ntiles;
+      __syncthreads();  // tile `it` is in; A is past P.V(it - 1), B past S(it - 1)
       const uint16_t* kv = s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
+      const uint16_t* kv_prev = s_kv + ((it + 1) % kStages) * kKeysPerTile * kSmemStride;
       const int tile_k0 = kbeg + it * kKeysPerTile;
       const int prefix = s_r.prefix;
-      const bool has_drafts = tile_k0 + kKeysPerTile > prefix;
-
-      // ---- phase 1: S partial of rows 16rb.. x 32 keys over d_qk half hh ----
-      float s[4][4];  // n-tile n: keys 8n.. of the tile
-#pragma unroll
-      for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-      if (active) {
-#pragma unroll
-        for (int ks = 0; ks < kV2KSteps; ++ks) {
-#pragma unroll
-          for (int kh = 0; kh < 2; ++kh) {
-            uint32_t bk[4];
-            ldmatrix_x4(bk, kv + (kh * 16 + (mat >> 1) * 8 + mrow) * kSmemStride + hh * kV2HalfDims + ks * 16 +
-                                (mat & 1) * 8);
-            if (ks < kV2KSteps - 1) {
-              mma_bf16_16816(s[2 * kh], qf[ks], bk[0], bk[1]);
-              mma_bf16_16816(s[2 * kh + 1], qf[ks], bk[2], bk[3]);
-            } else {
-              const uint4 f = s_qlast[threadIdx.x];
-              const uint32_t ql[4] = {f.x, f.y, f.z, f.w};
-              mma_bf16_16816(s[2 * kh], ql, bk[0], bk[1]);
-              mma_bf16_16816(s[2 * kh + 1], ql, bk[2], bk[3]);
-            }
-          }
-          if (ks == kV2CopyStep0 && load_next) issue_part(it + 1, 0, 3);
-          if (ks == kV2CopyStep1 && load_next) issue_part(it + 1, 3, 6);
-          if (ks == kV2CopyStep2 && load_next) issue_part(it + 1, 6, 9);
-        }
-      } else if (load_next) {
-        issue_part(it + 1, 0, 9);
-      }
-      cp_async_commit();
-
-      // ---- phase 2: swap the partials within the row block; both warps add them ----
-      {
-        float4* mine = s_xf + warp * 4 * 32 + lane;
-#pragma unroll
-        for (int n = 0; n < 4; ++n) mine[n * 32] = make_float4(s[n][0], s[n][1], s[n][2], s[n][3]);
-      }
+      const bool has_drafts = tile && tile_k0 + kKeysPerTile > prefix;
       // V may hold NaN/Inf only in draft rows some row of the tile sees (prefix rows are
       // visible to every row; keys past the split and drafts no row sees are zero-filled).
       // A draft seen by row i but masked for row i' must not reach i' as 0 * NaN in P.V.
-      // The block barrier of the scan also publishes the partials.
-      bool v_nonfinite = false;
+      bool vnf = false;
       if (kGuardNonfiniteV && has_drafts) {
         for (int c = threadIdx.x; c < kKeysPerTile * (kDv / 8); c += kPartialThreads) {
           const int row = c / (kDv / 8), ch = c % (kDv / 8);
@@ -244,30 +280,69 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
           const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
           for (int x = 0; x < 4; ++x)
-            v_nonfinite |= ((w[x] & 0x7f80u) == 0x7f80u) || ((w[x] & 0x7f800000u) == 0x7f800000u);
+            vnf |= ((w[x] & 0x7f80u) == 0x7f80u) || ((w[x] & 0x7f800000u) == 0x7f800000u);
         }
-        v_nonfinite = __syncthreads_or(v_nonfinite);
-      } else {
-        row_block_barrier(rb);
+        vnf = __syncthreads_or(vnf);
       }
-      uint32_t pa[2][4];  // P as the A operand of P.V: k-step kk = keys 16kk..
-      {
-        // a + b == b + a in IEEE arithmetic: both warps get bitwise the same scores.
-        const float4* other = s_xf + (warp ^ 1) * 4 * 32 + lane;
+      if (pend) pv_mma(kv_prev);  // B: the previous tile's P.V
+      const bool load_next = grp_b && it >= 1 && it + 1 < ntiles;
+      // Every B warp is past P.V(it - 1) before any of them copies over that stage.
+      if (load_next) asm volatile("bar.sync 5, 128;\n" ::: "memory");
+
+      if (tile) {
+        // ---- phase 1: S partial of rows 16rb.. x 32 keys over d_qk half hh ----
+        float s[4][4];  // n-tile n: keys 8n.. of the tile
 #pragma unroll
-        for (int n = 0; n < 4; ++n) {
-          const float4 x = other[n * 32];
-          s[n][0] += x.x;
-          s[n][1] += x.y;
-          s[n][2] += x.z;
-          s[n][3] += x.w;
+        for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        if (active) {
+#pragma unroll
+          for (int ks = 0; ks < kV2KSteps; ++ks) {
+#pragma unroll
+            for (int kh = 0; kh < 2; ++kh) {
+              uint32_t bk[4];
+              ldmatrix_x4(bk, kv + (kh * 16 + (mat >> 1) * 8 + mrow) * kSmemStride + hh * kV2HalfDims + ks * 16 +
+                                  (mat & 1) * 8);
+              if (ks < kV2KSteps - 1) {
+                mma_bf16_16816(s[2 * kh], qf[ks], bk[0], bk[1]);
+                mma_bf16_16816(s[2 * kh + 1], qf[ks], bk[2], bk[3]);
+              } else {
+                const uint4 f = s_qlast[threadIdx.x];
+                const uint32_t ql[4] = {f.x, f.y, f.z, f.w};
+                mma_bf16_16816(s[2 * kh], ql, bk[0], bk[1]);
+                mma_bf16_16816(s[2 * kh + 1], ql, bk[2], bk[3]);
+              }
+            }
+            if (ks == kV2CopyStep0 && load_next) issue_b(it + 1, 0, 3);
+            if (ks == kV2CopyStep1 && load_next) issue_b(it + 1, 3, 6);
+            if (ks == kV2CopyStep2 && load_next) issue_b(it + 1, 6, 9);
+          }
+        } else if (load_next) {
+          issue_b(it + 1, 0, 9);
+        }
+        cp_async_commit();
+
+        // ---- phase 2: swap the partials within the row block; both warps add them ----
+        {
+          float4* mine = s_xf + warp * 4 * 32 + lane;
+#pragma unroll
+          for (int n = 0; n < 4; ++n) mine[n * 32] = make_float4(s[n][0], s[n][1], s[n][2], s[n][3]);
+        }
+        row_block_barrier(rb);
+        {
+          // a + b == b + a in IEEE arithmetic: both warps get bitwise the same scores.
+          const float4* other = s_xf + (warp ^ 1) * 4 * 32 + lane;
+#pragma unroll
+          for (int n = 0; n < 4; ++n) {
+            const float4 x = other[n * 32];
+            s[n][0] += x.x;
+            s[n][1] += x.y;
+            s[n][2] += x.z;
+            s[n][3] += x.w;
+          }
         }
 
         // ---- phase 3: mask, online softmax; element (n, e): row g + 8(e >> 1), key 8n + 2t4 + (e & 1) ----
         if (!has_drafts && tile_k0 + kKeysPerTile <= kend) {
-          // The common tile: prefix keys only, all inside the split. Rows past the request's
-          // (zero Q) take it too: nothing reads them back (no output row, the reduce skips
-          // them), and a row's softmax touches only that row.
 #pragma unroll
           for (int n = 0; n < 4; ++n)
 #pragma unroll
@@ -288,7 +363,6 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         float corr[2];
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
-          // The row's 32 keys: four n-tiles here, the rest in the other three lanes of the quad.
           float mx = fmaxf(fmaxf(fmaxf(s[0][2 * i], s[0][2 * i + 1]), fmaxf(s[1][2 * i], s[1][2 * i + 1])),
                            fmaxf(fmaxf(s[2][2 * i], s[2][2 * i + 1]), fmaxf(s[3][2 * i], s[3][2 * i + 1])));
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
@@ -311,13 +385,12 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
                                            ((pe[2][0] + pe[2][1]) + (pe[3][0] + pe[3][1])));
 #pragma unroll
           for (int kk = 0; kk < 2; ++kk) {
-            pa[kk][i] = pack_bf16x2(pe[2 * kk][0], pe[2 * kk][1]);          // keys 16kk + 2t4, + 1
-            pa[kk][2 + i] = pack_bf16x2(pe[2 * kk + 1][0], pe[2 * kk + 1][1]);  // keys 16kk + 8 + 2t4, + 1
+            pa[kk][i] = pack_bf16x2(pe[2 * kk][0], pe[2 * kk][1]);
+            pa[kk][2 + i] = pack_bf16x2(pe[2 * kk + 1][0], pe[2 * kk + 1][1]);
           }
         }
-
-        // ---- phase 4: O = O * corr + P V, rows 16rb.., columns 256hh.. ----
-        if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {  // deep in a prefix the max rarely moves
+        // O is rescaled now, before the P.V that uses this P (B runs it next interval).
+        if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
 #pragma unroll
           for (int n = 0; n < 32; ++n) {
             o[n][0] *= corr[0];
@@ -326,48 +399,13 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
             o[n][3] *= corr[1];
           }
         }
-        if (active && !v_nonfinite) {
-#pragma unroll
-          for (int kk = 0; kk < 2; ++kk)
-#pragma unroll
-            for (int np = 0; np < 16; ++np) {
-              uint32_t bv[4];
-              ldmatrix_x4_trans(bv, kv + (kk * 16 + (mat & 1) * 8 + mrow) * kSmemStride + hh * 256 + np * 16 +
-                                        (mat >> 1) * 8);
-              mma_bf16_16816(o[2 * np], pa[kk], bv[0], bv[1]);
-              mma_bf16_16816(o[2 * np + 1], pa[kk], bv[2], bv[3]);
-            }
-        }
+        // A: this tile's P.V. B defers it to the next interval, except on the rare path.
+        if (vnf)
+          pv_rare(kv);
+        else if (!grp_b)
+          pv_mma(kv);
       }
-      if (v_nonfinite) {
-        // Rare path: skip zero probabilities explicitly so masked non-finite V never counts.
-        // P goes to shared memory in row order (both warps of a row block hold the same P), over
-        // the exchange buffer once every warp has read its partner's partial there.
-        __syncthreads();
-        uint16_t* prow = s_p + (16 * rb + g) * kPStride + 2 * t4;
-        if (hh == 0) {
-#pragma unroll
-          for (int kk = 0; kk < 2; ++kk)
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-              *reinterpret_cast<uint32_t*>(prow + 8 * i * kPStride + 16 * kk) = pa[kk][i];
-              *reinterpret_cast<uint32_t*>(prow + 8 * i * kPStride + 16 * kk + 8) = pa[kk][2 + i];
-            }
-        }
-        row_block_barrier(rb);
-        for (int k = 0; k < kKeysPerTile; ++k) {
-          const float p0 = bf16_lo(s_p[(16 * rb + g) * kPStride + k]);
-          const float p1 = bf16_lo(s_p[(16 * rb + g + 8) * kPStride + k]);
-          const uint16_t* vrow = kv + k * kSmemStride + hh * 256 + 2 * t4;
-#pragma unroll
-          for (int n = 0; n < 32; ++n) {
-            const uint32_t vv = *reinterpret_cast<const uint32_t*>(vrow + n * 8);
-            const float v0 = bf16_lo(vv), v1 = bf16_hi(vv);
-            if (p0 != 0.f) { o[n][0] += p0 * v0; o[n][1] += p0 * v1; }
-            if (p1 != 0.f) { o[n][2] += p1 * v0; o[n][3] += p1 * v1; }
-          }
-        }
-      }
+      pend = grp_b && tile && !vnf;
       if (warp == 0 && it + 2 < ntiles)
         s_src[(it + 2) % 3][lane] = resolve_key(a, s_r, s_qo_base, next_k, kend, next_slot, s_td, bad);
     }
