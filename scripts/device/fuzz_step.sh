@@ -70,7 +70,7 @@ case $1 in
     done
     for rev in "${!pid[@]}"; do
       wait "${pid[$rev]}"; code=$?
-      echo "#### $rev: exit $code (1 expected; 124 for the hang campaign once it has a finding), ended within $(( $(date +%s) - ${started[$rev]} )) s"
+      echo "#### $rev: exit $code (1 expected, or 124 from the hard stop once a finding is written), ended within $(( $(date +%s) - ${started[$rev]} )) s"
       grep -E "^  (this run|verdicts)|^    \[|shrunk:|vattn fuzz:" "$out/fuzz-$rev.log"
       # 1: findings; 124: cut by the hard stop, fine once a finding was written (the hang campaign)
       { [ $code = 1 ] || { [ $code = 124 ] && ls "$work/$rev"/findings/*/finding.json >/dev/null 2>&1; }; } || rc=1
