@@ -14,7 +14,7 @@
 // Ping-pong: row blocks 0-1 (warps 0-3, group A) and 2-3 (warps 4-7, group B) run these steps
 // half a tile apart, B doing its P.V of a tile after the next block barrier. Each scheduler
 // (warp % 4) holds one warp of each group, so one group's swap and softmax, which issue no
-// mma, meet the other group's mma (2.5-4.5% faster on the H200 at P >= 16384: PERF.md).
+// mma, meet the other group's mma (2-4.5% faster on the H200 at P >= 16384: PERF.md).
 // One block barrier per tile (the stage is in, the other stage is free), against split-v1's
 // three, and no shared-memory round trip for P or the row statistics.
 // The work-item decode and the scan of a tile's V are written out here as in split_partial.cuh:
