@@ -52,11 +52,12 @@ constexpr size_t kSmemKv = sizeof(uint16_t) * kStages * kKeysPerTile * kSmemStri
 constexpr size_t kSmemP = sizeof(uint16_t) * kRowsPerTile * kPStride;
 #ifdef VATTN_SPLIT_V2
 // Each warp's S partial (16 rows x 32 keys, 16 floats a lane) in mma-fragment order, read by
-// the warp that shares its rows; on the rare non-finite-V path, P in row order over it. Then
-// one Q k-step per thread (16 B), which the registers cannot hold. No row statistics: each
-// thread keeps its rows' in registers.
+// the warp that shares its rows; on the rare non-finite-V path, a row block's P in row order
+// over its first warp's slot. Then one Q k-step per thread (16 B), which the registers cannot
+// hold. No row statistics: each thread keeps its rows' in registers.
 constexpr size_t kSmemExchange = sizeof(float) * kPartialThreads * 16;
-static_assert(kSmemP <= kSmemExchange, "split-v2 keeps P (rare path) over the exchange buffer");
+static_assert(sizeof(uint16_t) * 16 * kPStride <= kSmemExchange / (kPartialThreads / 32),
+              "split-v2 keeps a row block's P (rare path) in one warp's exchange slot");
 constexpr size_t kSmemQLast = 16 * kPartialThreads;
 constexpr size_t kSmemBytes = kSmemKv + kSmemExchange + kSmemQLast;
 #else

@@ -163,16 +163,17 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     }
     __syncthreads();
 
-    // 8 threads per KV row, 9 chunks of 16 B each, issued in three parts over the S phase.
-    auto issue_part = [&](int j, int i0, int i1) {
+    // Chunks [i0, i1) of this thread's nine in row `row` of tile j (8 threads per KV row, 16 B
+    // each): the prologue's copies (every thread, one row) and group B's (two rows a thread).
+    auto copy_row = [&](int j, int row, int ch0, int i0, int i1) {
       uint16_t* dst = s_kv + (j % kStages) * kKeysPerTile * kSmemStride;
-      const int row = threadIdx.x >> 3, ch0 = threadIdx.x & 7;
       const uint16_t* src = s_src[j % 3][row];
       const bool read = src != nullptr;
       // Unread rows (zero fill) still name a mapped address: the start of the pool.
       const uint16_t* from = (read ? src : a.kv_pool) + ch0 * 8;
       copy_row_chunks(dst + row * kSmemStride + ch0 * 8, from, read, i0, i1);
     };
+    auto issue_part = [&](int j, int i0, int i1) { copy_row(j, threadIdx.x >> 3, threadIdx.x & 7, i0, i1); };
     static_assert(kPartialThreads == 8 * kKeysPerTile && kDqk == 576, "issue_part: 8 threads x 9 chunks per KV row");
     // Both stages are free: tiles 0 and 1 load together. Then, during tile it >= 1, tile it + 1
     // goes into the stage tile it - 1 has left.
@@ -208,7 +209,6 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // The rare path, for a tile whose V holds NaN/Inf in a row some row of the tile sees: P in
     // row order through this row block's exchange slot, zero probabilities skipped, so a masked
     // non-finite V never counts. Both groups take it in the tile's own interval (B does not defer).
-    static_assert(sizeof(uint16_t) * 16 * kPStride <= sizeof(float4) * 4 * 32, "a row block's P fits its exchange slot");
     auto pv_rare = [&](const uint16_t* kvt) {
       uint16_t* s_prb = reinterpret_cast<uint16_t*>(s_xf + (2 * rb) * 4 * 32);  // [16][kPStride]
       row_block_barrier(rb);  // the partner has read this slot's partial
@@ -239,18 +239,11 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         }
       row_block_barrier(rb);  // both have read P before the slot takes a partial again
     };
-    // Group B's copies: 128 threads, two KV rows each (r and r + 16), nine chunks per row.
+    // Group B's copies: 128 threads, two KV rows each (r and r + 16).
     auto issue_b = [&](int j, int i0, int i1) {
-      uint16_t* dst = s_kv + (j % kStages) * kKeysPerTile * kSmemStride;
-      const int lt = threadIdx.x - 128, ch0 = lt & 7;
+      const int lt = threadIdx.x - 128;
 #pragma unroll
-      for (int h2 = 0; h2 < 2; ++h2) {
-        const int row = (lt >> 3) + 16 * h2;
-        const uint16_t* src = s_src[j % 3][row];
-        const bool read = src != nullptr;
-        const uint16_t* from = (read ? src : a.kv_pool) + ch0 * 8;
-        copy_row_chunks(dst + row * kSmemStride + ch0 * 8, from, read, i0, i1);
-      }
+      for (int h2 = 0; h2 < 2; ++h2) copy_row(j, (lt >> 3) + 16 * h2, lt & 7, i0, i1);
     };
 
     for (int it = 0; it <= ntiles; ++it) {
