@@ -11,11 +11,31 @@ namespace vattn::VATTN_KERN_NS {
 
 __device__ __forceinline__ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+// The planner is on the critical path of every call (the partial kernel waits for it). The
+// block reads and checks the lengths, one request per thread; then one warp plans: lane l takes
+// the requests [l * n, (l + 1) * n), n = ceil(B / 32), and the sums, the largest split count
+// and the first items are warp reductions and scans. A loop over every request in one thread,
+// which read its running maximum back from global memory each time, cost 2-5 us per call on
+// the H200; block-wide CUB scans cost ~1.5 us more than that loop at B = 1 (PERF.md, session 14).
+__device__ __forceinline__ int warp_exclusive_sum(int v, int lane, int& total) {
+  int incl = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += y;
+  }
+  total = __shfl_sync(0xffffffffu, incl, 31);
+  return incl - v;
+}
+
 __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_constant__ SplitParams p) {
   pdl_launch_dependents();  // the partial kernel's blocks may get ready; they wait for this grid
   __shared__ int32_t s_prefix[kMaxRequests];
   __shared__ int32_t s_drafts[kMaxRequests];
+  __shared__ int32_t s_splits[kMaxRequests];
+  __shared__ int32_t s_chunk[kMaxRequests];
   __shared__ uint32_t s_error;
+  __shared__ int s_forced;
   const vattn_args& a = p.a;
   const int B = a.num_requests;
   if (threadIdx.x == 0) s_error = 0;
@@ -34,77 +54,112 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
     s_prefix[b] = k1 - k0;
     s_drafts[b] = t;
   }
-  if (threadIdx.x == 0 && a.forced_splits != nullptr) {
-    const int f = *a.forced_splits;
+  if (threadIdx.x == 0) {
+    const int f = a.forced_splits != nullptr ? *a.forced_splits : 0;
     if (f < 0 || f > p.max_splits) err |= VATTN_DEVERR_SPLITS;
+#ifdef VATTN_PLANT_IGNORE_FORCED_SPLITS
+    s_forced = 0;  // Planted bug: the forced split count is read but never used.
+#else
+    s_forced = f;
+#endif
   }
   if (err) atomicOr(&s_error, err);
   __syncthreads();
 
-  if (threadIdx.x != 0) return;
+  if (threadIdx.x >= 32) return;
+  const int lane = threadIdx.x;
   WorkspaceHeader* h = p.header;
-  h->error = s_error;
-  h->num_requests = B;
-  h->splits_used = 0;
   if (s_error != 0) {  // nothing is trusted: no work; the reduce step writes NaN everywhere
-    h->total_work = 0;
-    h->total_reduce = 0;
+    if (lane == 0) {
+      h->error = s_error;
+      h->num_requests = B;
+      h->splits_used = 0;
+      h->total_work = 0;
+      h->total_reduce = 0;
+    }
     return;
   }
-#ifdef VATTN_PLANT_IGNORE_FORCED_SPLITS
-  const int forced = 0;  // Planted bug: the forced split count is read but never used.
-#else
-  const int forced = a.forced_splits != nullptr ? *a.forced_splits : 0;
-#endif
+  const int forced = s_forced;
   const int H = a.num_heads;
+  const int per_lane = (B + 31) / 32;
+  const int bl0 = lane * per_lane, bl1 = min(B, bl0 + per_lane);  // this lane's requests
 
   // Balance: each request gets splits in proportion to its keys so that all work items
   // together fill the GPU once (rounded down: a second, mostly idle wave costs a whole pass).
-  int64_t key_work = 0;
-  for (int b = 0; b < B; ++b) key_work += static_cast<int64_t>(ceil_div(s_drafts[b] * H, kRowsPerTile)) *
-                                          (s_prefix[b] + s_drafts[b]);
+  long long key_work = 0;
+  for (int b = bl0; b < bl1; ++b)
+    key_work += static_cast<long long>(ceil_div(s_drafts[b] * H, kRowsPerTile)) * (s_prefix[b] + s_drafts[b]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) key_work += __shfl_xor_sync(0xffffffffu, key_work, o);
 
-  int work = 0, partial = 0, reduce = 0;
-  for (int b = 0; b < B; ++b) {
-    RequestPlan r;
-    r.prefix = s_prefix[b];
-    r.drafts = s_drafts[b];
-    r.row_tiles = ceil_div(r.drafts * H, kRowsPerTile);
-    const int keys = r.prefix + r.drafts;
-    int s;
+  // Pass 1: each request's split count and chunk, and this lane's totals; pass 2 writes the
+  // plans with the scanned first items.
+  int work = 0, partial = 0, reduce = 0, max_s = 0;
+  for (int b = bl0; b < bl1; ++b) {
+    const int drafts = s_drafts[b], keys = s_prefix[b] + drafts;
+    const int row_tiles = ceil_div(drafts * H, kRowsPerTile);
+    int s, chunk;
     if (forced != 0) {
       s = forced < p.max_splits ? forced : p.max_splits;
       // Forced counts may exceed the tiles: the trailing splits are empty, on purpose.
-      r.chunk = ceil_div(ceil_div(keys, s), kKeysPerTile) * kKeysPerTile;
+      chunk = ceil_div(ceil_div(keys, s), kKeysPerTile) * kKeysPerTile;
     } else {
       // Whole tiles per split: as few as this request's share of the wave allows, never fewer
       // than kMinTilesPerSplit (shorter splits cost more than they give). The count is then
       // recomputed from the rounded chunk, so no automatic split is left empty: 129 tiles on a
       // share of 33 give 33 splits of 4 tiles (sizing by keys first gave 26 of 5).
       const int tiles = ceil_div(keys, kKeysPerTile);
-      int64_t share = static_cast<int64_t>(p.target_items) * keys / (key_work > 0 ? key_work : 1);
+      long long share = static_cast<long long>(p.target_items) * keys / (key_work > 0 ? key_work : 1);
       if (share > p.max_splits) share = p.max_splits;
       if (share < 1) share = 1;
       int per_split = ceil_div(tiles, static_cast<int>(share));
       if (per_split < kMinTilesPerSplit) per_split = kMinTilesPerSplit;
       s = ceil_div(tiles, per_split);
       if (s < 1) s = 1;  // keys == 0 cannot happen (T_b >= 1), kept for safety
-      r.chunk = per_split * kKeysPerTile;
+      chunk = per_split * kKeysPerTile;
     }
-    r.splits = s;
-    if (static_cast<uint32_t>(s) > h->splits_used) h->splits_used = static_cast<uint32_t>(s);
-    r.work_begin = work;
-    r.partial_begin = partial;  // begins stay non-decreasing so items can be found by bisection
-    r.reduce_begin = reduce;
-    work += r.row_tiles * s;
+    s_splits[b] = s;
+    s_chunk[b] = chunk;
+    max_s = max(max_s, s);
+    work += row_tiles * s;
     if (s > 1) {  // a single split writes the output directly: no partial, no reduce
-      partial += r.row_tiles * s;
+      partial += row_tiles * s;
+      reduce += row_tiles;
+    }
+  }
+  // First items, partial slots and reduce items: exclusive scans in request order, so the
+  // begins stay non-decreasing and items can be found by bisection.
+  int total_work, total_partial, total_reduce;
+  work = warp_exclusive_sum(work, lane, total_work);
+  partial = warp_exclusive_sum(partial, lane, total_partial);
+  reduce = warp_exclusive_sum(reduce, lane, total_reduce);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) max_s = max(max_s, __shfl_xor_sync(0xffffffffu, max_s, o));
+  for (int b = bl0; b < bl1; ++b) {
+    RequestPlan r;
+    r.prefix = s_prefix[b];
+    r.drafts = s_drafts[b];
+    r.row_tiles = ceil_div(r.drafts * H, kRowsPerTile);
+    r.splits = s_splits[b];
+    r.chunk = s_chunk[b];
+    r.work_begin = work;
+    r.partial_begin = partial;
+    r.reduce_begin = reduce;
+    work += r.row_tiles * r.splits;
+    if (r.splits > 1) {
+      partial += r.row_tiles * r.splits;
       reduce += r.row_tiles;
     }
     p.requests[b] = r;
   }
-  h->total_work = work;
-  h->total_reduce = reduce;
+  if (lane == 0) {
+    h->error = 0;
+    h->num_requests = B;
+    h->splits_used = static_cast<uint32_t>(max_s);
+    h->total_work = total_work;
+    h->total_reduce = total_reduce;
+  }
+  (void)total_partial;
 }
 
 // Finds the request owning item `idx` given each request's first item (non-decreasing).
