@@ -12,15 +12,149 @@ namespace vattn::VATTN_KERN_NS {
 
 constexpr uint32_t kDevErrFatal = VATTN_DEVERR_INDPTR | VATTN_DEVERR_LIMITS | VATTN_DEVERR_SPLITS | VATTN_DEVERR_MASK;
 
+constexpr int kReduceInFlight = 16;  // float4 rows a lane has requested at once
+constexpr int kReduceGroups = kMaxSplits / 32;
+
+// One output row's merge, or a share of it: the weighted sum over splits [s_lo, s_hi) of C * 128
+// columns (lane l owns float4 columns l, l + 32, ...), the weights from all S splits' LSEs.
+template <int C>
+struct RowMerge {
+  float4 acc[C];
+  float wsum;  // sum of every split's weight (the whole warp's)
+  float mx;    // the largest split LSE
+  bool nan;    // some split LSE is NaN
+};
+
+// Lane s holds the LSE of split s of each group of 32; the LSEs and the first splits' rows are
+// requested together, and the weights (which need every LSE) go through this warp's slice of
+// shared memory, so the split loop needs no register indexing. Every column sees the same
+// arithmetic whatever C is: the weighted sum in split order, the weights summed per lane in
+// group order, then across the warp.
+template <int C>
+__device__ __forceinline__ RowMerge<C> merge_splits(int S, int s_lo, int s_hi, const float* lse_row, const float4* src,
+                                                    int64_t split_stride, float* s_w, int lane) {
+  constexpr int R = kReduceInFlight / C;  // splits per round of loads
+  RowMerge<C> m;
+  float ls[kReduceGroups];
+#pragma unroll
+  for (int g = 0; g < kReduceGroups; ++g) {
+    const int s = 32 * g + lane;
+    ls[g] = g * 32 < S && s < S ? lse_row[static_cast<int64_t>(s) * kRowsPerTile] : -INFINITY;
+  }
+  float4 v[R][C];
+#pragma unroll
+  for (int u = 0; u < R; ++u)  // the first rows, in flight with the LSEs
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+      v[u][c] = s_lo + u < s_hi ? src[(s_lo + u) * split_stride + 32 * c] : make_float4(0.f, 0.f, 0.f, 0.f);
+
+  m.mx = -INFINITY;
+  m.nan = false;
+#pragma unroll
+  for (int g = 0; g < kReduceGroups; ++g) {
+    m.nan |= isnan(ls[g]);
+    m.mx = fmaxf(m.mx, ls[g]);  // fmaxf drops NaN, hence the explicit flag
+  }
+  for (int o = 16; o > 0; o >>= 1) m.mx = fmaxf(m.mx, __shfl_xor_sync(0xffffffffu, m.mx, o));
+  m.nan = __any_sync(0xffffffffu, m.nan);
+
+#pragma unroll
+  for (int c = 0; c < C; ++c) m.acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+  float wpart = 0.f;  // this lane's share of the weight sum
+  if (m.mx != -INFINITY) {
+#pragma unroll
+    for (int g = 0; g < kReduceGroups; ++g) {
+      if (g * 32 >= S) break;
+#ifdef VATTN_PLANT_LOG2_MERGE
+      const float w_mine = exp2f(ls[g] - m.mx);  // Planted bug: weights in base 2 although lse is natural.
+#else
+      // An empty split holds o = 0, lse = -inf: weight 0, and its (finite) zeros add nothing.
+      const float w_mine = ls[g] == -INFINITY ? 0.f : expf(ls[g] - m.mx);
+#endif
+      wpart += w_mine;
+      s_w[32 * g + lane] = w_mine;
+    }
+    __syncwarp();
+#pragma unroll 1
+    for (int s0 = s_lo; s0 < s_hi; s0 += R) {
+      float w[R];
+#pragma unroll
+      for (int u = 0; u < R; ++u) w[u] = s0 + u < s_hi ? s_w[s0 + u] : 0.f;
+      if (s0 > s_lo) {
+#pragma unroll
+        for (int u = 0; u < R; ++u)  // all loads in flight before the first use; weight 0: not read
+#pragma unroll
+          for (int c = 0; c < C; ++c)
+            v[u][c] = w[u] != 0.f ? src[(s0 + u) * split_stride + 32 * c] : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+#pragma unroll
+      for (int u = 0; u < R; ++u) {
+        if (s0 + u >= s_hi) break;
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          // A split of weight 0 (empty, or every key masked) adds nothing, whatever it holds.
+          const float4 x = w[u] != 0.f ? v[u][c] : make_float4(0.f, 0.f, 0.f, 0.f);
+          m.acc[c].x += w[u] * x.x;
+          m.acc[c].y += w[u] * x.y;
+          m.acc[c].z += w[u] * x.z;
+          m.acc[c].w += w[u] * x.w;
+        }
+      }
+    }
+    __syncwarp();  // s_w is read by every lane before the warp's next row writes it
+  }
+  m.wsum = wpart;
+  for (int o = 16; o > 0; o >>= 1) m.wsum += __shfl_xor_sync(0xffffffffu, m.wsum, o);
+  return m;
+}
+
+// Writes a merged row: O / wsum in bf16 and the LSE (lane 0, when lse_out is given).
+template <int C>
+__device__ __forceinline__ void store_row(const RowMerge<C>& m, uint2* dst, float* lse_out, int lane) {
+  const float inv = m.wsum > 0.f ? 1.f / m.wsum : 0.f;
+  float lse = m.mx == -INFINITY ? -INFINITY : m.mx + logf(m.wsum);
+  if (m.nan) lse = NAN;
+  const float f = m.nan ? NAN : inv;
+#pragma unroll
+  for (int c = 0; c < C; ++c)
+    dst[32 * c] = make_uint2(pack_bf16x2(m.acc[c].x * f, m.acc[c].y * f), pack_bf16x2(m.acc[c].z * f, m.acc[c].w * f));
+  if (lse_out != nullptr && lane == 0) *lse_out = lse;
+}
+
+template <int C>
+__device__ __forceinline__ void merge_row(int S, const float* lse_row, const float4* src, int64_t split_stride,
+                                          float* s_w, uint2* dst, float* lse_out, int lane) {
+  store_row<C>(merge_splits<C>(S, 0, S, lse_row, src, split_stride, s_w, lane), dst, lse_out, lane);
+}
+
 __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_constant__ SplitParams p) {
   const vattn_args& a = p.a;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   pdl_wait();  // the partial kernel (and, before it, the planner) has completed
-  // The plan is read while the error word is still in flight (unused when the plan failed).
+  // What a warp needs of its request's plan, copied to shared memory once per block, so a warp
+  // goes from its item to its loads without a dependent global load (the plan, then the
+  // indptr, then the LSEs, then the rows: four round trips in a row made the reduce 5-18 us on
+  // the H200; PERF.md, session 14). Read while the error word is still in flight (unused when
+  // the plan failed).
   __shared__ int32_t s_reduce_begin[kMaxRequests];
+  __shared__ int32_t s_partial_begin[kMaxRequests];
+  __shared__ int32_t s_splits[kMaxRequests];
+  __shared__ int32_t s_rows[kMaxRequests];  // T_b * H
+  __shared__ int32_t s_qo[kMaxRequests];    // qo_indptr[b]
+  __shared__ float s_weights[kThreads / 32][kMaxSplits];
   const uint32_t error = p.header->error;
   const int total_reduce = p.header->total_reduce;
-  for (int b = threadIdx.x; b < a.num_requests; b += blockDim.x) s_reduce_begin[b] = p.requests[b].reduce_begin;
+  const int max_splits = static_cast<int>(p.header->splits_used);
+  const int B = a.num_requests;
+  const int H = a.num_heads;
+  for (int b = threadIdx.x; b < B; b += blockDim.x) {
+    const RequestPlan r = p.requests[b];
+    s_reduce_begin[b] = r.reduce_begin;
+    s_partial_begin[b] = r.partial_begin;
+    s_splits[b] = r.splits;
+    s_rows[b] = r.drafts * H;
+    s_qo[b] = a.qo_indptr[b];
+  }
   __syncthreads();
   if (error & kDevErrFatal) {
     const int64_t rows = a.n_q * a.num_heads;
@@ -31,83 +165,79 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
       a.lse[i] = NAN;
     return;
   }
-  // One warp per (row, quarter of the 512 output columns): a lane owns four columns. The
-  // split loop is a chain of L2 round trips, so a warp first turns the row's split LSEs into
-  // weights (lane s holds split s of each group of 32), then streams the partial rows with
-  // sixteen splits in flight, taking each weight from its lane by a shuffle. Each request's
-  // first reduce item is copied to shared memory once, so finding a warp's request costs no
-  // chain of dependent global loads.
-  constexpr int kQuarters = 4;
-  constexpr int kInFlight = 16;
-  const int total_warps = total_reduce * kRowsPerTile * kQuarters;
-  const int H = a.num_heads;
-  for (int wi = blockIdx.x * (kThreads / 32) + warp; wi < total_warps; wi += gridDim.x * (kThreads / 32)) {
-    const int tile_item = wi / (kRowsPerTile * kQuarters);
-    const int tr = (wi / kQuarters) % kRowsPerTile;  // row within the tile
-    const int quarter = wi % kQuarters;
-    const int b = find_request(a.num_requests, tile_item, [&](int i) { return s_reduce_begin[i]; });
-    const RequestPlan r = p.requests[b];
-    const int rt = tile_item - r.reduce_begin;
-    if (rt * kRowsPerTile + tr >= r.drafts * H) continue;
-    const int64_t row0 = static_cast<int64_t>(a.qo_indptr[b]) * H + static_cast<int64_t>(rt) * kRowsPerTile;
-    const int64_t slot0 = static_cast<int64_t>(r.partial_begin) + static_cast<int64_t>(rt) * r.splits;
-    auto split_lse = [&](int s) { return s < r.splits ? p.partial_lse[(slot0 + s) * kRowsPerTile + tr] : -INFINITY; };
+  // Row merge item i = (row tile item, row, span of 512 / spans columns). False: no row to merge.
+  struct Item {
+    int S;
+    int tr;
+    int64_t slot0, row0;
+  };
+  auto decode = [&](int i, int spans, Item& it) {
+    const int tile_item = i / (kRowsPerTile * spans);
+    it.tr = (i / spans) % kRowsPerTile;  // row within the tile
+    const int b = find_request(B, tile_item, [&](int j) { return s_reduce_begin[j]; });
+    const int rt = tile_item - s_reduce_begin[b];
+    if (rt * kRowsPerTile + it.tr >= s_rows[b]) return false;
+    it.S = s_splits[b];
+    it.slot0 = static_cast<int64_t>(s_partial_begin[b]) + static_cast<int64_t>(rt) * it.S;
+    it.row0 = static_cast<int64_t>(s_qo[b]) * H + static_cast<int64_t>(rt) * kRowsPerTile;
+    return true;
+  };
+  const int64_t split_stride = static_cast<int64_t>(kRowsPerTile) * kDv / 4;  // float4s between splits
+  auto lse_of = [&](const Item& it) { return p.partial_lse + it.slot0 * kRowsPerTile + it.tr; };
+  auto src_of = [&](const Item& it, int col4) {
+    return reinterpret_cast<const float4*>(p.partial_out + (it.slot0 * kRowsPerTile + it.tr) * kDv) + col4;
+  };
+  auto dst_of = [&](const Item& it, int col4) { return reinterpret_cast<uint2*>(a.out + (it.row0 + it.tr) * kDv) + col4; };
 
-    float mx = -INFINITY;
-    bool nan = false;
-    for (int s0 = 0; s0 < r.splits; s0 += 32) {
-      const float v = split_lse(s0 + lane);
-      nan |= isnan(v);
-      mx = fmaxf(mx, v);  // fmaxf drops NaN, hence the explicit flag
-    }
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    nan = __any_sync(0xffffffffu, nan);
-
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    float wpart = 0.f;  // this lane's share of the weight sum
-    if (mx != -INFINITY) {
-      const float4* src = reinterpret_cast<const float4*>(p.partial_out + (slot0 * kRowsPerTile + tr) * kDv) +
-                          quarter * 32 + lane;
-      const int64_t split_stride = static_cast<int64_t>(kRowsPerTile) * kDv / 4;  // float4s between splits
-      for (int s0 = 0; s0 < r.splits; s0 += 32) {
-        const float ls = split_lse(s0 + lane);
-#ifdef VATTN_PLANT_LOG2_MERGE
-        const float w_mine = exp2f(ls - mx);  // Planted bug: weights in base 2 although lse is natural.
-#else
-        // An empty split holds o = 0, lse = -inf: weight 0, and its (finite) zeros add nothing.
-        const float w_mine = ls == -INFINITY ? 0.f : expf(ls - mx);
-#endif
-        wpart += w_mine;
-        const int n = min(32, r.splits - s0);
-        for (int j0 = 0; j0 < n; j0 += kInFlight) {
-          float4 v[kInFlight];
-          float w[kInFlight];
+  if (max_splits > 32) {
+    // Many splits (B = 1, T = 16: 128 rows of up to 66): the block's eight warps share one
+    // (row, quarter), each weighing a run of ceil(S / 8) splits, so a row costs one round trip
+    // instead of one per 16 splits; warp 0 adds the eight sums in warp order and stores.
+    __shared__ float4 s_part[kThreads / 32][32];
+    const int total_items = total_reduce * kRowsPerTile * 4;
+    for (int bi = blockIdx.x; bi < total_items; bi += gridDim.x) {
+      Item it;
+      if (!decode(bi, 4, it)) continue;  // the same for the whole block
+      const int col4 = (bi % 4) * 32 + lane;
+      const int per_warp = (it.S + kThreads / 32 - 1) / (kThreads / 32);
+      const int s_lo = min(it.S, warp * per_warp), s_hi = min(it.S, s_lo + per_warp);
+      RowMerge<1> m = merge_splits<1>(it.S, s_lo, s_hi, lse_of(it), src_of(it, col4), split_stride, s_weights[warp], lane);
+      s_part[warp][lane] = m.acc[0];
+      __syncthreads();
+      if (warp == 0) {
+        float4 sum = s_part[0][lane];
 #pragma unroll
-          for (int u = 0; u < kInFlight; ++u) {  // all loads in flight before the first use
-            w[u] = __shfl_sync(0xffffffffu, w_mine, (j0 + u) & 31);
-            // A split of weight 0 (empty, or every key masked) is not read at all.
-            v[u] = j0 + u < n && w[u] != 0.f ? src[(s0 + j0 + u) * split_stride] : make_float4(0.f, 0.f, 0.f, 0.f);
-          }
-#pragma unroll
-          for (int u = 0; u < kInFlight; ++u) {
-            if (j0 + u >= n) break;
-            acc.x += w[u] * v[u].x;
-            acc.y += w[u] * v[u].y;
-            acc.z += w[u] * v[u].z;
-            acc.w += w[u] * v[u].w;
-          }
+        for (int w = 1; w < kThreads / 32; ++w) {
+          const float4 x = s_part[w][lane];
+          sum.x += x.x;
+          sum.y += x.y;
+          sum.z += x.z;
+          sum.w += x.w;
         }
+        m.acc[0] = sum;
+        store_row<1>(m, dst_of(it, col4), bi % 4 == 0 ? a.lse + it.row0 + it.tr : nullptr, lane);
       }
+      __syncthreads();  // s_part is read before the next item writes it
     }
-    float wsum = wpart;
-    for (int o = 16; o > 0; o >>= 1) wsum += __shfl_xor_sync(0xffffffffu, wsum, o);
-    const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
-    float lse = mx == -INFINITY ? -INFINITY : mx + logf(wsum);
-    if (nan) lse = NAN;
-    const float f = nan ? NAN : inv;
-    uint2* dst = reinterpret_cast<uint2*>(a.out + (row0 + tr) * kDv) + quarter * 32 + lane;
-    *dst = make_uint2(pack_bf16x2(acc.x * f, acc.y * f), pack_bf16x2(acc.z * f, acc.w * f));
-    if (quarter == 0 && lane == 0) a.lse[row0 + tr] = lse;
+    return;
+  }
+  // Otherwise a warp merges one row over 512 / spans columns. With few splits a warp takes more
+  // columns, so each of its rounds of loads still asks for kReduceInFlight rows: many rows and
+  // few splits (B=8, T=64: 4096 rows of 2 splits) would otherwise leave the loads too few to
+  // hide the round trip. Both choices follow the call's largest split count.
+  const int spans = max_splits <= 4 ? 1 : max_splits <= 8 ? 2 : 4;
+  const int total_warps = total_reduce * kRowsPerTile * spans;
+  for (int wi = blockIdx.x * (kThreads / 32) + warp; wi < total_warps; wi += gridDim.x * (kThreads / 32)) {
+    Item it;
+    if (!decode(wi, spans, it)) continue;
+    const int col4 = (wi % spans) * (kDv / 4 / spans) + lane;  // this lane's first float4 column
+    float* lse_out = wi % spans == 0 ? a.lse + it.row0 + it.tr : nullptr;
+    if (spans == 1)
+      merge_row<4>(it.S, lse_of(it), src_of(it, col4), split_stride, s_weights[warp], dst_of(it, col4), lse_out, lane);
+    else if (spans == 2)
+      merge_row<2>(it.S, lse_of(it), src_of(it, col4), split_stride, s_weights[warp], dst_of(it, col4), lse_out, lane);
+    else
+      merge_row<1>(it.S, lse_of(it), src_of(it, col4), split_stride, s_weights[warp], dst_of(it, col4), lse_out, lane);
   }
 }
 

@@ -34,6 +34,7 @@ constexpr int kMaxDevices = 64;
 struct DeviceFacts {
   int sms = 0;
   int partial_blocks_per_sm = 0;
+  int reduce_blocks_per_sm = 0;  // as many as fit: the reduce is a latency chain per warp
   cudaError_t error = cudaSuccess;
 };
 
@@ -51,7 +52,10 @@ const DeviceFacts& device_facts(int dev) {
     if (f.error == cudaSuccess)
       f.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.partial_blocks_per_sm, split_partial_kernel, kPartialThreads,
                                                               kSmemBytes);
-    if (f.error == cudaSuccess && f.partial_blocks_per_sm < 1) f.error = cudaErrorInvalidConfiguration;
+    if (f.error == cudaSuccess)
+      f.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.reduce_blocks_per_sm, split_reduce_kernel, kThreads, 0);
+    if (f.error == cudaSuccess && (f.partial_blocks_per_sm < 1 || f.reduce_blocks_per_sm < 1))
+      f.error = cudaErrorInvalidConfiguration;
   });
   return facts[dev];
 }
@@ -186,11 +190,11 @@ vattn_status run(const vattn_args* a, const vattn_limits* lim, void* ws, size_t 
   // The partial and reduce kernels may start while the kernel before them runs (pdl.cuh): they
   // wait on the device for its results, so the launch gaps between the three are hidden.
   if (launch_dependent(split_partial_kernel, p.grid_partial, kPartialThreads, kSmemBytes, stream, p) != cudaSuccess ||
-      launch_dependent(split_reduce_kernel, f.sms * 2, kThreads, 0, stream, p) != cudaSuccess)
+      launch_dependent(split_reduce_kernel, f.sms * f.reduce_blocks_per_sm, kThreads, 0, stream, p) != cudaSuccess)
     return VATTN_ERR_CUDA;
 #else
   split_partial_kernel<<<p.grid_partial, kPartialThreads, kSmemBytes, stream>>>(p);
-  split_reduce_kernel<<<f.sms * 2, kThreads, 0, stream>>>(p);
+  split_reduce_kernel<<<f.sms * f.reduce_blocks_per_sm, kThreads, 0, stream>>>(p);
 #endif
 #ifdef VATTN_UNSAFE_SYNC
   // Unsafe: waits for its own work. Capture refuses it; eager calls block the host.
