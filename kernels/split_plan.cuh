@@ -95,6 +95,15 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
   // Pass 1: each request's split count and chunk, and this lane's totals; pass 2 writes the
   // plans with the scanned first items.
   int work = 0, partial = 0, reduce = 0, max_s = 0;
+  // A request's work items, partial slots and reduce items; a single split writes the output
+  // directly: no partial, no reduce.
+  auto count = [&](int row_tiles, int s) {
+    work += row_tiles * s;
+    if (s > 1) {
+      partial += row_tiles * s;
+      reduce += row_tiles;
+    }
+  };
   for (int b = bl0; b < bl1; ++b) {
     const int drafts = s_drafts[b], keys = s_prefix[b] + drafts;
     const int row_tiles = ceil_div(drafts * H, kRowsPerTile);
@@ -121,11 +130,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
     s_splits[b] = s;
     s_chunk[b] = chunk;
     max_s = max(max_s, s);
-    work += row_tiles * s;
-    if (s > 1) {  // a single split writes the output directly: no partial, no reduce
-      partial += row_tiles * s;
-      reduce += row_tiles;
-    }
+    count(row_tiles, s);
   }
   // First items, partial slots and reduce items: exclusive scans in request order, so the
   // begins stay non-decreasing and items can be found by bisection.
@@ -145,11 +150,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
     r.work_begin = work;
     r.partial_begin = partial;
     r.reduce_begin = reduce;
-    work += r.row_tiles * r.splits;
-    if (r.splits > 1) {
-      partial += r.row_tiles * r.splits;
-      reduce += r.row_tiles;
-    }
+    count(r.row_tiles, r.splits);
     p.requests[b] = r;
   }
   if (lane == 0) {
