@@ -16,8 +16,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# The tests and the morning report run `python3` from PATH. Where that is not Debian's (a pyenv or
+# venv interpreter first on PATH), Debian's python3-h5py/-numpy/-matplotlib are invisible to it:
+# the same modules come from PyPI for that interpreter instead.
+pip_modules=()
+python3 -c 'import h5py' 2>/dev/null || pip_modules+=(h5py)
+python3 -c 'import numpy' 2>/dev/null || pip_modules+=(numpy)
+python3 -c 'import matplotlib' 2>/dev/null || pip_modules+=(matplotlib)
+if [ ${#pip_modules[@]} -gt 0 ]; then
+  echo "install-deps: $(command -v python3) lacks ${pip_modules[*]}: installing from PyPI"
+  python3 -m pip install -q "${pip_modules[@]}" 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages "${pip_modules[@]}" ||
+    echo "install-deps: could not install ${pip_modules[*]} for $(command -v python3)" >&2
+fi
 if ! python3 -c 'import h5py, numpy' 2>/dev/null; then
-  echo "install-deps: python3 cannot import h5py and numpy (Debian's python3-h5py, python3-numpy)" >&2
+  echo "install-deps: $(command -v python3) cannot import h5py and numpy (Debian's python3-h5py, python3-numpy, or PyPI)" >&2
   exit 1
 fi
 # universalmutator (the mutation pipeline, scripts/mutation/): not packaged by Debian, from PyPI.
