@@ -16,6 +16,7 @@ long number_before(const std::string& line, const std::string& unit) {
 std::vector<KernelResources> parse_ptxas_report(std::istream& in) {
   std::vector<KernelResources> out;
   const std::regex entry(R"(Compiling entry function '([^']+)' for '([^']+)')");
+  const std::regex properties(R"(Function properties for (\S+))");
   std::string line;
   while (std::getline(in, line)) {
     std::smatch m;
@@ -27,6 +28,15 @@ std::vector<KernelResources> parse_ptxas_report(std::istream& in) {
       continue;
     }
     if (out.empty()) continue;
+    if (std::regex_search(line, m, properties) && m[1] != out.back().function) {
+      // A device function of the last kernel: its stack frame and spills are its own.
+      KernelResources f;
+      f.function = m[1];
+      f.arch = out.back().arch;
+      f.kernel = false;
+      out.push_back(f);
+      continue;
+    }
     KernelResources& k = out.back();
     if (line.find("bytes stack frame") != std::string::npos) {
       k.stack_frame = number_before(line, "bytes stack frame");
@@ -43,7 +53,7 @@ std::vector<KernelResources> parse_ptxas_report(std::istream& in) {
 
 std::string audit_entry(const KernelResources& k, long dynamic_smem, long smem_limit) {
   std::string p;
-  if (k.registers < 0) p += "no register line; ";
+  if (k.kernel && k.registers < 0) p += "no register line; ";
   if (k.spill_stores || k.spill_loads)
     p += "spills (" + std::to_string(k.spill_stores) + " B stores, " + std::to_string(k.spill_loads) + " B loads); ";
   if (k.stack_frame) p += "stack frame of " + std::to_string(k.stack_frame) + " B (local memory); ";
