@@ -11,7 +11,9 @@ as src/gpu/bench.cpp does). In the same run it calls `vattn bench --json` for ea
 revision and prints one table: each kernel's graph-replay time (median of --reps single replays
 after --warmup, CUDA events, as vattn bench times graph_us) and its share of the roofline
 vattn bench measured (max(bytes / copy GB/s, flops / mma.sync TFLOP/s): the same ceilings for
-all), and each peer's time over split-v1's (and over the other revisions').
+all), and each peer's time over split-v1's (and over the other revisions'). A second table gives
+the same replays queued behind a --gate-us spin kernel, as vattn bench times queued_us: GPU time
+alone, without the host's graph-launch latency, which grows with a graph's kernel nodes.
 
 FlashInfer has no tree mask: on tree rows it is timed with its causal mask over the same keys
 (the same work, another mask); the table says so. Every kernel reads the same bytes (KV rows of
@@ -85,12 +87,14 @@ def parse_args(argv):
     ap.add_argument("--heads", type=int, default=8, help="query heads H (default: 8)")
     ap.add_argument("--reps", type=int, default=20, help="timed replays per kernel and shape (default: 20)")
     ap.add_argument("--warmup", type=int, default=5, help="replays before timing (default: 5)")
+    ap.add_argument("--gate-us", type=int, default=200, metavar="US",
+                    help="length of the spin kernel the queued replays wait behind (default: 200, as vattn bench)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the first shape (default: 1)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON (schema vattn-peers-bench 1)")
     ap.add_argument("--list", action="store_true", help="print the shapes and kernels that would run, and exit")
     a = ap.parse_args(argv)
-    if min(a.batch) < 1 or min(a.drafts) < 1 or a.heads < 1 or a.reps < 1 or a.warmup < 0:
-        ap.error("--batch, --drafts, --heads and --reps need values >= 1, --warmup >= 0")
+    if min(a.batch) < 1 or min(a.drafts) < 1 or a.heads < 1 or a.reps < 1 or a.warmup < 0 or a.gate_us < 1:
+        ap.error("--batch, --drafts, --heads, --reps and --gate-us need values >= 1, --warmup >= 0")
     if a.no_vattn and a.kernel:
         ap.error("--kernel and --no-vattn exclude each other")
     kernels = [k for arg in (a.kernel or ["split-v1"]) for k in arg.split(",") if k]
@@ -302,8 +306,23 @@ def median(v):
     return sorted(v)[len(v) // 2]  # as src/gpu/bench.cpp
 
 
-def time_peer(torch, peer, x, a, stream):
-    """Graph-replay median in us, and a float copy of copy 0's output (for the cross-check)."""
+def gate_cycles(torch, stream, us):
+    """Clock cycles for torch.cuda._sleep to spin about `us` microseconds on this device."""
+    probe = 1_000_000
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(probe)  # the first launch pays for itself
+        e0.record(stream)
+        torch.cuda._sleep(probe)
+        e1.record(stream)
+        e1.synchronize()
+    return max(1, int(probe * us / max(1e-3, e0.elapsed_time(e1) * 1e3)))
+
+
+def time_peer(torch, peer, x, a, stream, gate):
+    """Graph-replay and queued medians in us (queued: each replay behind a spin kernel of `gate`
+    cycles, as vattn bench times queued_us), and a float copy of copy 0's output (for the
+    cross-check)."""
     with torch.cuda.stream(stream):
         peer.prepare(x)
         peer.call(x, 0)  # eager first: Triton compiles here, errors surface here
@@ -321,18 +340,43 @@ def time_peer(torch, peer, x, a, stream):
             graphs[i % x.sets].replay()
         stream.synchronize()
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for i in range(a.reps):
+        times, queued = [], []
+        for i in range(2 * a.reps):
+            if i >= a.reps:
+                torch.cuda._sleep(gate)  # the replay is enqueued while the stream is still busy
             e0.record(stream)
             graphs[i % x.sets].replay()
             e1.record(stream)
             e1.synchronize()
-            times.append(e0.elapsed_time(e1) * 1e3)
+            (times if i < a.reps else queued).append(e0.elapsed_time(e1) * 1e3)
         del graphs
-    return median(times), out0
+    return median(times), median(queued), out0
 
 
 # ---------------------------------------------------------------------------- report
+
+def table_rows(rep, metric, kernels, ratio_cols):
+    """One table's rows: each kernel's `metric` (graph_us or queued_us) and % of the roofline, then
+    the peer / revision ratios."""
+    lines = []
+    for c in rep["cases"]:
+        roof = c.get("roofline_us")
+        times = c.get(metric, {})
+        row = f"{c['batch']:>4} {c['drafts']:>4} {c['tree']:<6} {c['prefix']:>7} " + (f"{roof:>8.2f}" if roof else f"{'-':>8}") + " |"
+        for k in kernels:
+            us = times.get(k)
+            if us is None:
+                row += f" {'-':>14}"
+            else:
+                pct = f"{100 * roof / us:3.0f}%" if roof else "   -"
+                mark = "*" if c["tree"] != "chain" and c["mask"].get(k) == "causal" else " "
+                row += f" {us:8.1f}{mark}{pct:>5}"
+        for p, k in ratio_cols:
+            pu, ku = times.get(p), times.get(k)
+            row += f" {(f'{pu / ku:.2f}' if pu and ku else '-'):>{max(9, len(p) + 4)}}"
+        lines.append(row)
+    return lines
+
 
 def table(rep):
     kernels = rep["vattn_kernels"] + [p["name"] for p in rep["peers"]]
@@ -342,7 +386,7 @@ def table(rep):
              + (f"roofline from vattn bench --kernel {rep['roofline_from']} (copy {rep['copy_gbps']:.0f} GB/s, mma.sync "
                 f"{rep['mma_tflops']:.0f} TFLOP/s)" if rep["roofline_from"] else "no roofline (vattn bench did not run)")]
     for k in rep["vattn_kernels"]:
-        lines.append(f"  {k:<10} vattn revision {k} (vattn bench graph_us)")
+        lines.append(f"  {k:<10} vattn revision {k} (vattn bench graph_us, queued_us)")
     for p in rep["peers"]:
         lines.append(f"  {p['name']:<10} {p['description']}")
     for k, why in rep["unavailable"].items():
@@ -351,23 +395,14 @@ def table(rep):
     ratio_cols = [(p, k) for k in bases for p in peers]
     head += "".join(f" {p + '/' + SHORT.get(k, k):>{max(9, len(p) + 4)}}" for p, k in ratio_cols)
     lines.append(head)
-    for c in rep["cases"]:
-        roof = c.get("roofline_us")
-        row = f"{c['batch']:>4} {c['drafts']:>4} {c['tree']:<6} {c['prefix']:>7} " + (f"{roof:>8.2f}" if roof else f"{'-':>8}") + " |"
-        for k in kernels:
-            us = c["graph_us"].get(k)
-            if us is None:
-                row += f" {'-':>14}"
-            else:
-                pct = f"{100 * roof / us:3.0f}%" if roof else "   -"
-                mark = "*" if c["tree"] != "chain" and c["mask"].get(k) == "causal" else " "
-                row += f" {us:8.1f}{mark}{pct:>5}"
-        for p, k in ratio_cols:
-            pu, ku = c["graph_us"].get(p), c["graph_us"].get(k)
-            row += f" {(f'{pu / ku:.2f}' if pu and ku else '-'):>{max(9, len(p) + 4)}}"
-        lines.append(row)
+    lines += table_rows(rep, "graph_us", kernels, ratio_cols)
     lines.append("us: graph replay; %: roofline_us / us. *: FlashInfer has no tree mask; on tree rows it ran its causal "
                  "mask over the same keys (the same work, another mask).")
+    if any(c.get("queued_us") for c in rep["cases"]):
+        lines.append(f"queued: the same replays, each enqueued behind a {rep.get('gate_us', 200)} us spin kernel (GPU "
+                     "time alone: no host graph-launch latency, which grows with a graph's kernel nodes)")
+        lines.append(head)
+        lines += table_rows(rep, "queued_us", kernels, ratio_cols)
     if ratio_cols:
         lines.append("PEER/REV: the peer's time over the revision's (above 1: the revision is faster).")
     for note in rep["notes"]:
@@ -386,6 +421,7 @@ def main(argv=None):
     t_start = time.time()
     sys.path.insert(0, os.path.join(ROOT, "python", "src"))
     rep = {"schema": "vattn-peers-bench", "version": 1, "device": "?", "reps": a.reps, "warmup": a.warmup,
+           "gate_us": a.gate_us,
            "heads": a.heads, "sm_scale": SM_SCALE, "vattn_kernels": [], "roofline_from": None, "copy_gbps": None,
            "mma_tflops": None, "peers": [], "unavailable": {}, "errors": [], "notes": [], "cases": []}
     vattn_rows = vattn_bench(a, rep) if a.kernel else {}
@@ -409,24 +445,28 @@ def main(argv=None):
         prop = torch.cuda.get_device_properties(0)
         rep["device"] = f"{prop.name} ({prop.multi_processor_count} SMs)"
         stream = torch.cuda.Stream()
+        gate = gate_cycles(torch, stream, a.gate_us)
     cross = []
     for i, (b, t, tree, p) in enumerate(todo):
         nbytes, flops = work(b, t, p, a.heads)
         case = {"batch": b, "drafts": t, "tree": tree, "prefix": p, "bytes": nbytes, "flops": flops,
-                "graph_us": {}, "mask": {}}
+                "graph_us": {}, "queued_us": {}, "mask": {}}
         vr = vattn_rows.get((b, t, p), {})
         if rep["roofline_from"] in vr:
             case["roofline_us"] = vr[rep["roofline_from"]]["roofline_us"]
         for k, c in vr.items():
             case["graph_us"][k] = c["graph_us"]
+            if "queued_us" in c:
+                case["queued_us"][k] = c["queued_us"]
             case["mask"][k] = "tree"
         if peers:
             x = Inputs(torch, np, b, t, tree, p, a.heads, a.seed + i)
             outs = {}
             for peer in peers:
                 try:
-                    us, out0 = time_peer(torch, peer, x, a, stream)
+                    us, queued, out0 = time_peer(torch, peer, x, a, stream, gate)
                     case["graph_us"][peer.name] = us
+                    case["queued_us"][peer.name] = queued
                     case["mask"][peer.name] = peer.mask
                     outs[peer.name] = out0
                 except Exception as e:  # one kernel failing on one shape: say so, go on

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""ctest: peers/bench_peers.py's report without torch or a GPU.
+
+1. With a stand-in `vattn` (a script that writes a bench JSON as `vattn bench --json` does) and
+   no peers, main() runs vattn bench once for both revisions and prints the graph-replay table
+   and the queued one, each with the revisions' own times; the JSON keeps both.
+2. table() on a report with a peer: each table's ratios are that table's times (graph over
+   graph, queued over queued); a report without queued times (an older JSON) prints no queued
+   table.
+3. --gate-us 0 is refused (exit 2).
+
+usage: test_peers_bench.py --vattn PATH/TO/vattn --root REPO   (--vattn is not used)
+"""
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from package_checks import arguments, check, finish
+
+FAKE_VATTN = r'''#!/usr/bin/env python3
+import json, sys
+args = sys.argv[1:]
+opt = {args[i]: args[i + 1] for i in range(1, len(args) - 1, 2)}
+kernels = opt["--kernel"].split(",")
+cases = []
+for i, k in enumerate(kernels):
+    for p in map(int, opt["--prefix"].split(",")):
+        cases.append({"kernel": k, "batch": int(opt["--batch"]), "drafts": int(opt["--drafts"]), "prefix": p,
+                      "graph_us": 40.0 + 10 * i, "queued_us": 30.0 + 10 * i, "roofline_us": 2.0})
+json.dump({"kernels": kernels, "kernel": kernels[0], "device": "Stand-in GPU", "sms": 132, "copy_gbps": 4000.0,
+           "mma_tflops": 640.0, "cases": cases}, open(opt["--json"], "w"))
+'''
+
+
+def main():
+    a = arguments()
+    sys.path.insert(0, os.path.join(a.root, "peers"))
+    import bench_peers
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = os.path.join(tmp, "vattn")
+        with open(fake, "w") as f:
+            f.write(FAKE_VATTN)
+        os.chmod(fake, 0o755)
+        out_json = os.path.join(tmp, "peers.json")
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            code = bench_peers.main(["--vattn", fake, "--kernel", "split-v1,split-v2", "--peers", "none",
+                                     "--prefix", "4096", "--batch", "1", "--drafts", "16", "--json", out_json])
+        text = buf.getvalue()
+        check(code == 0, f"main() with a stand-in vattn and no peers exits 0 (got {code})")
+        lines = text.splitlines()
+        queued_at = next((i for i, l in enumerate(lines) if l.startswith("queued: ")), None)
+        check(queued_at is not None, "the report has a queued table")
+        graph_rows = [l for l in lines[:queued_at or 0] if l.strip().startswith("1   16 chain")]
+        queued_rows = [l for l in lines[queued_at or 0:] if l.strip().startswith("1   16 chain")]
+        check(len(graph_rows) == 1 and "40.0" in graph_rows[0] and "50.0" in graph_rows[0],
+              f"graph table: split-v1 40.0 and split-v2 50.0 us ({graph_rows})")
+        check(len(queued_rows) == 1 and "30.0" in queued_rows[0] and "40.0" in queued_rows[0],
+              f"queued table: split-v1 30.0 and split-v2 40.0 us ({queued_rows})")
+        rep = json.load(open(out_json))
+        case = rep["cases"][0]
+        check(case["queued_us"] == {"split-v1": 30.0, "split-v2": 40.0} and rep["gate_us"] == 200,
+              f"the JSON keeps the queued times and the gate ({case.get('queued_us')}, {rep.get('gate_us')})")
+
+    # A peer: each table's ratio is that table's peer time over the revision's.
+    rep = {"device": "Stand-in GPU (132 SMs)", "reps": 20, "warmup": 5, "gate_us": 200, "vattn_kernels": ["split-v2"],
+           "roofline_from": "split-v2", "copy_gbps": 4000.0, "mma_tflops": 640.0,
+           "peers": [{"name": "fa2", "description": "stand-in", "mask": "causal"}], "unavailable": {}, "notes": [],
+           "cases": [{"batch": 1, "drafts": 64, "tree": "random", "prefix": 4096, "roofline_us": 7.0,
+                      "graph_us": {"split-v2": 50.0, "fa2": 40.0}, "queued_us": {"split-v2": 45.0, "fa2": 45.0},
+                      "mask": {"split-v2": "tree", "fa2": "causal"}}]}
+    text = bench_peers.table(rep)
+    rows = [l for l in text.splitlines() if l.strip().startswith("1   64 random")]
+    check(len(rows) == 2, f"one row per table ({len(rows)})")
+    check(len(rows) == 2 and rows[0].split()[-1] == "0.80" and rows[1].split()[-1] == "1.00",
+          f"fa2/v2 is 0.80 under graph replay and 1.00 queued ({[r.split()[-1] for r in rows]})")
+    check(len(rows) == 2 and "40.0*" in rows[0], "FlashInfer's causal stand-in for the tree is marked")
+    for c in rep["cases"]:
+        del c["queued_us"]
+    old = bench_peers.table(rep)
+    check("queued:" not in old and len([l for l in old.splitlines() if l.strip().startswith("1   64")]) == 1,
+          "a report without queued times prints the graph table only")
+
+    p = subprocess.run([sys.executable, os.path.join(a.root, "peers", "bench_peers.py"), "--gate-us", "0", "--list"],
+                       capture_output=True, text=True)
+    check(p.returncode == 2 and "--gate-us" in p.stderr, f"--gate-us 0 is refused with exit 2 (got {p.returncode})")
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
