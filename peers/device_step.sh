@@ -111,7 +111,7 @@ if has bench; then
   timeout "$(limit 360)" python3 peers/bench_peers.py --vattn "$b/vattn" --kernel "${VATTN_PEERS_KERNELS:-split-v1,split-v2}" \
     --flashinfer-lib "$lib" --sglang-files "$sgl" --json "$out/bench.json" > "$out/bench.log" 2>&1
   code=$?
-  grep -v "^bench_peers: B=" "$out/bench.log" | tail -45 | cut -c1-260
+  grep -v "^bench_peers: B=" "$out/bench.log" | tail -75 | cut -c1-260  # both tables
   echo "bench exit $code"
   if [ $code = 0 ]; then note bench ok; else note bench FAILED; fi
 fi
