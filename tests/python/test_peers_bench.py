@@ -7,7 +7,11 @@
 2. table() on a report with a peer: each table's ratios are that table's times (graph over
    graph, queued over queued); a report without queued times (an older JSON) prints no queued
    table.
-3. --gate-us 0 is refused (exit 2).
+3. time_peer() and gate_cycles() against a stand-in torch whose clock charges a host launch
+   latency to a replay on an idle stream and none to one queued behind torch.cuda._sleep: the
+   graph median is latency + kernel, the queued one the kernel alone, each replay behind its own
+   spin; without torch.cuda._sleep there is no gate and no queued time.
+4. --gate-us 0 is refused (exit 2).
 
 usage: test_peers_bench.py --vattn PATH/TO/vattn --root REPO   (--vattn is not used)
 """
@@ -35,6 +39,109 @@ for i, k in enumerate(kernels):
 json.dump({"kernels": kernels, "kernel": kernels[0], "device": "Stand-in GPU", "sms": 132, "copy_gbps": 4000.0,
            "mma_tflops": 640.0, "cases": cases}, open(opt["--json"], "w"))
 '''
+
+
+class FakeCuda:
+    """torch.cuda as time_peer and gate_cycles use it, on a simulated device clock (us): a spin of
+    c cycles takes c / 1000 us (1 GHz); a replay takes KERNEL_US, plus LAUNCH_US of host latency
+    when nothing is queued ahead of it on the stream."""
+    KERNEL_US, LAUNCH_US = 30.0, 8.0
+
+    def __init__(self):
+        self.clock, self.busy, self.sleeps, self.replays = 0.0, False, 0, 0
+        cuda = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.t = None
+
+            def record(self, stream=None):
+                self.t = cuda.clock
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, end):
+                return (end.t - self.t) / 1e3  # ms, as torch
+
+        class CUDAGraph:
+            def replay(self):
+                cuda.clock += self.KERNEL_US + (0.0 if cuda.busy else self.LAUNCH_US)
+                cuda.busy = False
+                cuda.replays += 1
+
+        CUDAGraph.KERNEL_US, CUDAGraph.LAUNCH_US = self.KERNEL_US, self.LAUNCH_US
+        self.Event, self.CUDAGraph = Event, CUDAGraph
+
+    def _sleep(self, cycles):
+        self.clock += cycles / 1000.0
+        self.busy = True  # the next launch is enqueued while the stream still spins
+        self.sleeps += 1
+
+    @contextlib.contextmanager
+    def stream(self, s):
+        yield
+
+    @contextlib.contextmanager
+    def graph(self, g, stream=None):
+        yield
+
+
+class FakeStream:
+    def synchronize(self):
+        pass
+
+
+class FakeTensor:
+    def all(self):
+        return True
+
+    def float(self):
+        return self
+
+    def clone(self):
+        return self
+
+
+class FakeTorch:
+    def __init__(self, cuda):
+        self.cuda = cuda
+
+    def isfinite(self, t):
+        return FakeTensor()
+
+
+def check_timing(bench_peers):
+    class Peer:
+        def prepare(self, x):
+            pass
+
+        def call(self, x, s):
+            pass
+
+    class X:
+        sets, out = 2, FakeTensor()
+
+    class A:
+        reps, warmup = 7, 3
+
+    cuda = FakeCuda()
+    torch = FakeTorch(cuda)
+    gate = bench_peers.gate_cycles(torch, FakeStream(), 200)
+    check(gate == 200_000, f"gate_cycles: 200 us at 1 GHz is 200000 cycles (got {gate})")
+    cuda.sleeps = 0
+    graph_us, queued_us, _ = bench_peers.time_peer(torch, Peer(), X(), A(), FakeStream(), gate)
+    check(abs(graph_us - 38.0) < 1e-6, f"graph replay: launch latency + kernel = 38.0 us (got {graph_us})")
+    check(queued_us is not None and abs(queued_us - 30.0) < 1e-6, f"queued: the kernel alone, 30.0 us (got {queued_us})")
+    check(cuda.sleeps == A.reps and cuda.replays == A.warmup + 2 * A.reps,
+          f"one spin per queued replay ({cuda.sleeps} spins, {cuda.replays} replays)")
+    cuda = FakeCuda()
+    cuda._sleep = None  # a torch without _sleep: no gate, graph times only
+    torch = FakeTorch(cuda)
+    gate = bench_peers.gate_cycles(torch, FakeStream(), 200)
+    graph_us, queued_us, _ = bench_peers.time_peer(torch, Peer(), X(), A(), FakeStream(), gate)
+    check(gate is None and queued_us is None and abs(graph_us - 38.0) < 1e-6 and cuda.replays == A.warmup + A.reps,
+          f"without torch.cuda._sleep: no gate, no queued time, graph time kept ({gate}, {queued_us}, {graph_us})")
 
 
 def main():
@@ -86,6 +193,8 @@ def main():
     old = bench_peers.table(rep)
     check("queued:" not in old and len([l for l in old.splitlines() if l.strip().startswith("1   64")]) == 1,
           "a report without queued times prints the graph table only")
+
+    check_timing(bench_peers)
 
     p = subprocess.run([sys.executable, os.path.join(a.root, "peers", "bench_peers.py"), "--gate-us", "0", "--list"],
                        capture_output=True, text=True)
