@@ -13,7 +13,7 @@ after --warmup, CUDA events, as vattn bench times graph_us) and its share of the
 vattn bench measured (max(bytes / copy GB/s, flops / mma.sync TFLOP/s): the same ceilings for
 all), and each peer's time over split-v1's (and over the other revisions'). A second table gives
 the same replays queued behind a --gate-us spin kernel, as vattn bench times queued_us: GPU time
-alone, without the host's graph-launch latency, which grows with a graph's kernel nodes.
+alone, without the host's graph-launch latency.
 
 FlashInfer has no tree mask: on tree rows it is timed with its causal mask over the same keys
 (the same work, another mask); the table says so. Every kernel reads the same bytes (KV rows of
@@ -403,7 +403,7 @@ def table(rep):
                  "mask over the same keys (the same work, another mask).")
     if any(c.get("queued_us") for c in rep["cases"]):
         lines.append(f"queued: the same replays, each enqueued behind a {rep.get('gate_us', 200)} us spin kernel (GPU "
-                     "time alone: no host graph-launch latency, which grows with a graph's kernel nodes)")
+                     "time alone: no host graph-launch latency)")
         lines.append(head)
         lines += table_rows(rep, "queued_us", kernels, ratio_cols)
     if ratio_cols:
