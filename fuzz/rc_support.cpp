@@ -34,6 +34,28 @@ class QuietListener : public rc::detail::TestListener {
   void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
 };
 
+// Keeps what RapidCheck's result leaves out: why the cases failed. RapidCheck evaluates the
+// shrunk counterexample once more to describe it, so a failure that does not repeat (device
+// memory taken by another process, a timeout under load, a race) comes back described as a
+// success ("no exceptions thrown") and its reason is lost (session 16, PERF.md).
+class RecordingListener : public rc::detail::TestListener {
+ public:
+  void onTestCaseFinished(const rc::detail::CaseDescription& d) override {
+    if (d.result.type == rc::detail::CaseResult::Type::Failure && first_failure.empty())
+      first_failure = d.result.description;
+  }
+  void onShrinkTried(const rc::detail::CaseDescription& d, bool accepted) override {
+    if (accepted) last_failure = d.result.description;
+  }
+  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+  // What the failing case said, and what the last accepted shrink (the counterexample) said.
+  std::string first_failure, last_failure;
+};
+
+// Times the shrunk counterexample is run again to tell a deterministic failure from one that
+// comes and goes.
+constexpr int kRechecks = 2;
+
 std::string this_executable() {
   char buf[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -47,7 +69,16 @@ std::string failure_report(const rc::detail::FailureResult& f, const std::string
   const auto& p = config.params;
   os << "property '" << property_name << "' falsified after " << f.numSuccess << " successful case(s)";
   if (!config.reproduce.empty()) os << " (reproduced from RC_PARAMS)";
-  os << "\n  budget: " << config.budget << "\n  " << f.description << "\n  counterexample (shrunk):\n";
+  const std::string& failed_with = out.failed_with.empty() ? f.description : out.failed_with;
+  os << "\n  budget: " << config.budget << "\n  " << failed_with << "\n";
+  if (out.recheck_failures < out.rechecks) {
+    os << "  NOT DETERMINISTIC: the shrunk case passed in " << out.rechecks - out.recheck_failures << " of "
+       << out.rechecks << " runs of it afterwards (and when RapidCheck described it: " << f.description
+       << "). Look for what changes between runs: other processes on the device (memory, time), timing, a race.\n";
+  } else {
+    os << "  the shrunk case failed again in " << out.recheck_failures << " of " << out.rechecks << " runs\n";
+  }
+  os << "  counterexample (shrunk):\n";
   for (const auto& [type, value] : f.counterExample) {
     os << "    " << type << ": " << value << "\n";
     if (out.recipe_line.empty() && type.find("Recipe") != std::string::npos) out.recipe_line = value;
@@ -138,7 +169,7 @@ PropertyOutcome run_property(const rc::detail::Property& property, const std::st
   rc::detail::TestMetadata md;
   md.id = property_id(test_name, property_name);
   md.description = property_name;
-  QuietListener listener;
+  RecordingListener listener;
   const rc::detail::TestResult result = rc::detail::checkProperty(property, md, config.params, listener, config.reproduce);
 
   PropertyOutcome out;
@@ -161,6 +192,15 @@ PropertyOutcome run_property(const rc::detail::Property& property, const std::st
     out.kind = PropertyOutcome::Kind::failed;
     out.num_success = failure.numSuccess;
     out.counterexample = failure.counterExample;
+    out.failed_with = !listener.last_failure.empty() ? listener.last_failure : listener.first_failure;
+    // Run the shrunk case again (RC_PARAMS reproduce= does the same): does it fail every time?
+    const decltype(config.reproduce) again{{md.id, failure.reproduce}};
+    for (int i = 0; i < kRechecks; ++i) {
+      QuietListener quiet;
+      rc::detail::FailureResult f2;
+      ++out.rechecks;
+      if (rc::detail::checkProperty(property, md, config.params, quiet, again).match(f2)) ++out.recheck_failures;
+    }
     os << failure_report(failure, test_name, property_name, config, out);
   } else if (result.match(gave_up)) {
     out.kind = PropertyOutcome::Kind::gave_up;

@@ -3,8 +3,9 @@
 // RC_PARAMS="reproduce=..." (it runs properties with an empty id), so a failure seen in CI
 // could not be replayed. vattn::rc_prop names each property "<test name>/<property>",
 // reads RC_PARAMS (seed, max_success, max_size, noshrink, reproduce) and VATTN_FUZZ_CASES
-// itself, and on failure reports the shrunk counterexample, its recipe line, and the
-// commands that re-run it.
+// itself, and on failure reports why the cases failed, the shrunk counterexample, its
+// recipe line, whether it fails again when re-run (a failure that does not repeat is
+// called out), and the commands that re-run it.
 //
 // Inside a property use RC_ASSERT / RC_PRE, never Catch's REQUIRE: RapidCheck must see the
 // failure to shrink it.
@@ -50,6 +51,10 @@ struct PropertyOutcome {
   rc::detail::Example counterexample;  // (type, value) pairs of the shrunk failure
   std::string recipe_line;             // the counterexample's Recipe, when it has one
   std::string report;                  // multi-line text for the test log
+  // Failed: what the failing cases said, and how often the shrunk case failed when run again
+  // (recheck_failures < rechecks: the failure does not repeat; the report says so).
+  std::string failed_with;
+  int rechecks = 0, recheck_failures = 0;
 };
 
 // Runs a property outside any test framework: used by rc_prop and by tests of the glue.

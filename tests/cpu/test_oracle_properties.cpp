@@ -680,6 +680,11 @@ TEST_CASE("rc glue: a failing property reports its shrunk recipe and commands th
   CHECK(out.report.find("RC_PARAMS=\"seed=99 max_success=300 max_size=100\" VATTN_FUZZ_BUDGET=small ") !=
         std::string::npos);
   CHECK(out.report.find(" \"glue test\"\n") != std::string::npos);
+  // A deterministic failure: the shrunk case fails each time it is run again.
+  CHECK(out.rechecks == 2);
+  CHECK(out.recheck_failures == 2);
+  CHECK(out.report.find("the shrunk case failed again in 2 of 2 runs") != std::string::npos);
+  CHECK(out.report.find("NOT DETERMINISTIC") == std::string::npos);
 
   // The printed reproduce string, fed back through RC_PARAMS, replays exactly the shrunk case.
   const std::string key = "reproduce string: ";
@@ -696,6 +701,26 @@ TEST_CASE("rc glue: a failing property reports its shrunk recipe and commands th
   CHECK(again.counterexample == out.counterexample);
   // Other properties are not run while reproducing one.
   CHECK(run_property(prop, "glue test", "another property", again_cfg).kind == PropertyOutcome::Kind::not_selected);
+}
+
+TEST_CASE("rc glue: a failure that does not repeat is reported as such, with why it failed", "[property][fuzz]") {
+  // As on a shared GPU (session 16): the first case fails (say, device memory another process
+  // holds), nothing after it does. RapidCheck re-evaluates the shrunk case to describe it and
+  // gets a success; the report must keep the reason and say the failure did not repeat.
+  int calls = 0;
+  const auto prop = rc::detail::toProperty([&calls] {
+    const int n = *rc::gen::inRange(0, 1000);
+    if (++calls == 1) RC_FAIL("out of device memory (case " + std::to_string(n) + ")");
+  });
+  const FuzzConfig cfg = fuzz_config_from_lookup(lookup_in({{"RC_PARAMS", "seed=7 max_success=20"}}));
+  const PropertyOutcome out = run_property(prop, "glue test", "fails once", cfg);
+  INFO(out.report);
+  REQUIRE(out.kind == PropertyOutcome::Kind::failed);
+  CHECK(out.failed_with.find("out of device memory") != std::string::npos);
+  CHECK(out.report.find("out of device memory") != std::string::npos);
+  CHECK(out.rechecks == 2);
+  CHECK(out.recheck_failures == 0);
+  CHECK(out.report.find("NOT DETERMINISTIC: the shrunk case passed in 2 of 2 runs") != std::string::npos);
 }
 
 TEST_CASE("rc glue: the same seed draws the same recipes, another seed others", "[property][fuzz]") {
