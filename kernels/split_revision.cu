@@ -116,6 +116,15 @@ vattn_status run(const vattn_args* a, const vattn_limits* lim, void* ws, size_t 
       !a->mask_word_indptr || !a->out || !a->lse || a->n_slots < 0 || a->n_q < 1 || a->num_requests < 1 ||
       !std::isfinite(a->sm_scale) || a->sm_scale <= 0.f)
     return VATTN_ERR_INVALID_ARGUMENT;
+  // q, kv_pool and kv_draft are read in 16-byte copies (cp.async), out written in 4- and 8-byte
+  // pieces, the index and mask arrays and lse read or written whole: on the device a misaligned
+  // pointer faults, so it is refused here (docs/verify-attention.md, host-side refusals).
+  auto aligned = [](const void* ptr, uintptr_t n) { return reinterpret_cast<uintptr_t>(ptr) % n == 0; };
+  if (!aligned(a->q, 16) || !aligned(a->kv_pool, 16) || !aligned(a->kv_draft, 16) || !aligned(a->out, 16) ||
+      !aligned(a->kv_indices, 4) || !aligned(a->kv_indptr, 4) || !aligned(a->qo_indptr, 4) ||
+      !aligned(a->mask_bits, 4) || !aligned(a->mask_word_indptr, 8) || !aligned(a->lse, 4) ||
+      !aligned(a->forced_splits, 4))
+    return VATTN_ERR_INVALID_ARGUMENT;
   if (a->d_qk != kDqk || a->d_v != kDv || a->num_heads < 1 || a->num_heads > kMaxHeads) return VATTN_ERR_UNSUPPORTED;
   if (a->num_requests > lim->max_requests || a->n_q > lim->max_total_drafts || a->num_heads != lim->num_heads)
     return VATTN_ERR_LIMITS;

@@ -56,6 +56,16 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
   pointer("mask_word_indptr", &vattn_args::mask_word_indptr);
   pointer("out", &vattn_args::out);
   pointer("lse", &vattn_args::lse);
+  // Misaligned by one element: the buffers stay valid memory, the kernel would fault reading them
+  // in 16-byte (or 4-byte) pieces (docs/verify-attention.md: 16-byte aligned bf16 tensors).
+  auto misaligned = [&](const char* name, auto member) {
+    breaks.push_back({std::string(name) + " misaligned by one element", {INVALID},
+                      [member](vattn_args& a, vattn_limits&, size_t&, void*&) { a.*member = a.*member + 1; }});
+  };
+  misaligned("q", &vattn_args::q);
+  misaligned("kv_pool", &vattn_args::kv_pool);
+  misaligned("kv_draft", &vattn_args::kv_draft);
+  misaligned("out", &vattn_args::out);
   auto field = [&](std::string what, std::vector<vattn_status> expected, std::function<void(vattn_args&)> f) {
     breaks.push_back({std::move(what), std::move(expected), [f](vattn_args& a, vattn_limits&, size_t&, void*&) { f(a); }});
   };
