@@ -53,12 +53,12 @@ constexpr size_t kSmemP = sizeof(uint16_t) * kRowsPerTile * kPStride;
 #ifdef VATTN_SPLIT_V2
 // Each warp's S partial (16 rows x 32 keys, 16 floats a lane) in mma-fragment order, read by
 // the warp that shares its rows; on the rare non-finite-V path, a row block's P in row order
-// over its first warp's slot. Then one Q k-step per thread (16 B), which the registers cannot
-// hold. No row statistics: each thread keeps its rows' in registers.
+// over its first warp's slot. Then two Q k-steps per thread (2 x 16 B), which the registers
+// cannot hold. No row statistics: each thread keeps its rows' in registers.
 constexpr size_t kSmemExchange = sizeof(float) * kPartialThreads * 16;
 static_assert(sizeof(uint16_t) * 16 * kPStride <= kSmemExchange / (kPartialThreads / 32),
               "split-v2 keeps a row block's P (rare path) in one warp's exchange slot");
-constexpr size_t kSmemQLast = 16 * kPartialThreads;
+constexpr size_t kSmemQLast = 2 * 16 * kPartialThreads;
 constexpr size_t kSmemBytes = kSmemKv + kSmemExchange + kSmemQLast;
 #else
 constexpr size_t kSmemExchange = sizeof(float) * 4 * kRowsPerTile * kXStride;  // one S partial per d_qk quarter

@@ -3,8 +3,10 @@
 // One work item = (request, row tile of 64 query rows, KV split): twice split-v1's rows for
 // every K/V byte streamed from L2, through split-v1's two 32-key stages (one tile in flight
 // while the other is used). Eight warps; warp w = (row block rb = w >> 1, half hh = w & 1)
-// keeps, for the whole item, Q of rows 16rb.. over d_qk half hh (68 registers, its last k-step
-// in shared memory) and O of the same rows over output columns 256hh.. (128 registers). Per tile:
+// keeps, for the whole item, Q of rows 16rb.. over d_qk half hh (64 registers, its last two
+// k-steps in shared memory) and O of the same rows over output columns 256hh.. (128 registers).
+// Q comes in, and the fp32 partial goes out, through the K/V stages as whole rows (16-byte
+// copies), not fragment by fragment (PERF.md, session 16). Per tile:
 //  1. S partial: rows 16rb.. x all 32 keys over d_qk half hh (18 k-steps);
 //  2. the two warps of a row block swap their partials through shared memory (a named barrier
 //     of the 64 threads, not the block's) and add them: both now hold the same full scores;
@@ -52,8 +54,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   extern __shared__ __align__(16) unsigned char smem_raw[];
   uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);             // [kStages][kKeysPerTile][kSmemStride]
   float4* s_xf = reinterpret_cast<float4*>(smem_raw + kSmemKv);       // [warp][n-tile][lane]: S partials
-  // The last of each thread's 18 Q k-steps (4 registers), read back once per tile.
-  uint4* s_qlast = reinterpret_cast<uint4*>(smem_raw + kSmemKv + kSmemExchange);  // [thread]
+  // The last two of each thread's 18 Q k-steps (4 registers each), read back once per tile.
+  uint4* s_qlast = reinterpret_cast<uint4*>(smem_raw + kSmemKv + kSmemExchange);  // [k-step 16, 17][thread]
   __shared__ const uint16_t* s_src[3][kKeysPerTile];                  // row sources, two tiles ahead
   __shared__ int s_bad;
   __shared__ int s_rowdraft[kRowsPerTile];  // each tile row's draft, -1 past the request's rows
@@ -121,39 +123,24 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // have rows get the shared memory and the tensor cores to themselves. Its copies, barriers,
     // exchange and softmax (on zeros) still run: skipping those too made ptxas spill.
     const bool active = rt * kRowsPerTile + 16 * rb < rows_b;
-    // The two fragment rows of this thread: tile rows 16rb + g + 8i.
-    bool valid[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) valid[i] = rt * kRowsPerTile + 16 * rb + g + 8 * i < rows_b;
 
-    // Q fragments of rows 16rb.. over d_qk half hh, held for the whole item: k-steps 0-16 in
-    // registers, k-step 17 in s_qlast.
-    uint32_t qf[kV2KSteps - 1][4];
+    // Q of the item's 64 rows through the K/V stages, free until tile 0's copies: whole rows in
+    // 16-byte copies (rows past the request's: zeros), in flight with the index loads below, then
+    // ldmatrix into the mma layout, k-steps 0-15 to registers and 16-17 to s_qlast. Loading the
+    // fragments with __ldg (four bytes a lane, eight rows an instruction) cost up to 3.6 us an
+    // item on the H200; with 17 k-steps in registers ptxas spills one register in the tile loop
+    // (PERF.md, session 16).
     {
-      const uint32_t* q_lo = reinterpret_cast<const uint32_t*>(a.q + (row0 + 16 * rb + g) * kDqk);
-      const uint32_t* q_hi = q_lo + 8 * kDqk / 2;
+      // Four threads a row, each every fourth 16-byte chunk of it (18 of the 72).
+      static_assert(kPartialThreads == 4 * kRowsPerTile && (kDqk / 8) % 4 == 0, "Q copy: 4 threads a row");
+      const int qrow = threadIdx.x >> 2;
+      const bool ok = rt * kRowsPerTile + qrow < rows_b;
+      const uint16_t* qsrc = ok ? a.q + (row0 + qrow) * kDqk + (threadIdx.x & 3) * 8 : a.q;
+      uint16_t* qdst = s_kv + qrow * kSmemStride + (threadIdx.x & 3) * 8;
 #pragma unroll
-      for (int ks = 0; ks < kV2KSteps; ++ks) {
-        const int w = (hh * kV2HalfDims + ks * 16 + 2 * t4) >> 1;
-        const uint32_t f0 = valid[0] ? __ldg(q_lo + w) : 0u, f1 = valid[1] ? __ldg(q_hi + w) : 0u;
-        const uint32_t f2 = valid[0] ? __ldg(q_lo + w + 4) : 0u, f3 = valid[1] ? __ldg(q_hi + w + 4) : 0u;
-        if (ks < kV2KSteps - 1) {
-          qf[ks][0] = f0;
-          qf[ks][1] = f1;
-          qf[ks][2] = f2;
-          qf[ks][3] = f3;
-        } else {
-          s_qlast[threadIdx.x] = make_uint4(f0, f1, f2, f3);  // read only by this thread
-        }
-      }
+      for (int i = 0; i < kDqk / 32; ++i) cp_async_16(qdst + 32 * i, ok ? qsrc + 32 * i : qsrc, ok);
+      cp_async_commit();
     }
-    float o[32][4];
-#pragma unroll
-    for (int n = 0; n < 32; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    // Rows g and g + 8: running max (log2 units, the same in both warps of the row block) and
-    // this lane's running sum over its keys.
-    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
-
     if (threadIdx.x == 0) s_bad = 0;
     bool bad = false;
     if (warp == 0) {  // both tiles' index loads in flight before either is resolved
@@ -162,7 +149,30 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       s_src[0][lane] = resolve_key(a, r, qo_base, k0, kend, slot0, td, bad);
       if (ntiles > 1) s_src[1][lane] = resolve_key(a, r, qo_base, k1, kend, slot1, td, bad);
     }
-    __syncthreads();
+    cp_async_wait<0>();
+    __syncthreads();  // Q is in the stages; the row sources of tiles 0 and 1 are set
+    uint32_t qf[kV2KSteps - 2][4];
+#pragma unroll
+    for (int ks = 0; ks < kV2KSteps; ++ks) {
+      uint32_t f[4];
+      ldmatrix_x4(f, s_kv + (16 * rb + (lane & 15)) * kSmemStride + hh * kV2HalfDims + ks * 16 + (lane >> 4) * 8);
+      if (ks < kV2KSteps - 2) {
+        qf[ks][0] = f[0];
+        qf[ks][1] = f[1];
+        qf[ks][2] = f[2];
+        qf[ks][3] = f[3];
+      } else {
+        s_qlast[(ks - (kV2KSteps - 2)) * kPartialThreads + threadIdx.x] = make_uint4(f[0], f[1], f[2], f[3]);  // this thread's
+      }
+    }
+    __syncthreads();  // every warp has its Q before tile 0's copies take the stages
+    float o[32][4];
+#pragma unroll
+    for (int n = 0; n < 32; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    // Rows g and g + 8: running max (log2 units, the same in both warps of the row block) and
+    // this lane's running sum over its keys.
+    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+
 
     // Chunks [i0, i1) of this thread's nine in row `row` of tile j (8 threads per KV row, 16 B
     // each): the prologue's copies (every thread, one row) and group B's (two rows a thread).
@@ -302,11 +312,11 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
               uint32_t bk[4];
               ldmatrix_x4(bk, kv + (kh * 16 + (mat >> 1) * 8 + mrow) * kSmemStride + hh * kV2HalfDims + ks * 16 +
                                   (mat & 1) * 8);
-              if (ks < kV2KSteps - 1) {
+              if (ks < kV2KSteps - 2) {
                 mma_bf16_16816(s[2 * kh], qf[ks], bk[0], bk[1]);
                 mma_bf16_16816(s[2 * kh + 1], qf[ks], bk[2], bk[3]);
               } else {
-                const uint4 f = s_qlast[threadIdx.x];
+                const uint4 f = s_qlast[(ks - (kV2KSteps - 2)) * kPartialThreads + threadIdx.x];
                 const uint32_t ql[4] = {f.x, f.y, f.z, f.w};
                 mma_bf16_16816(s[2 * kh], ql, bk[0], bk[1]);
                 mma_bf16_16816(s[2 * kh + 1], ql, bk[2], bk[3]);
@@ -440,30 +450,56 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     const int rt_end = s_rt, rows_end = s_r.drafts * H;
     const int64_t row0_end = static_cast<int64_t>(s_qo_base) * H + static_cast<int64_t>(rt_end) * kRowsPerTile;
     const int64_t slot = static_cast<int64_t>(s_r.partial_begin) + static_cast<int64_t>(rt_end) * s_r.splits + s_split;
+    if (direct) {
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int tr = 16 * rb + g + 8 * i;  // row within the tile
-      if (direct && rt_end * kRowsPerTile + tr >= rows_end) continue;
-      const float inv_i = poisoned ? NAN : inv[i];
-      const float lse_i = poisoned ? NAN : lse_nat[i];
-      if (direct) {
+      for (int i = 0; i < 2; ++i) {
+        const int tr = 16 * rb + g + 8 * i;  // row within the tile
+        if (rt_end * kRowsPerTile + tr >= rows_end) continue;
+        const float inv_i = poisoned ? NAN : inv[i];
         uint32_t* dst = reinterpret_cast<uint32_t*>(a.out + (row0_end + tr) * kDv + hh * 256 + 2 * t4);
 #pragma unroll
         for (int n = 0; n < 32; ++n) dst[n * 4] = pack_bf16x2(o[n][2 * i] * inv_i, o[n][2 * i + 1] * inv_i);
-        if (hh == 0 && t4 == 0) a.lse[row0_end + tr] = lse_i;
-      } else {
-        float2* dst = reinterpret_cast<float2*>(p.partial_out + (slot * kRowsPerTile + tr) * kDv + hh * 256 + 2 * t4);
-#pragma unroll
-        for (int n = 0; n < 32; ++n) {
-#ifdef VATTN_PLANT_BF16_PARTIALS
-          const uint32_t v = pack_bf16x2(o[n][2 * i] * inv_i, o[n][2 * i + 1] * inv_i);  // Planted bug: see split_partial.cuh
-          dst[n * 4] = make_float2(bf16_lo(v), bf16_hi(v));
-#else
-          dst[n * 4] = make_float2(o[n][2 * i] * inv_i, o[n][2 * i + 1] * inv_i);
-#endif
-        }
-        if (hh == 0 && t4 == 0) p.partial_lse[slot * kRowsPerTile + tr] = lse_i;
+        if (hh == 0 && t4 == 0) a.lse[row0_end + tr] = poisoned ? NAN : lse_nat[i];
       }
+    } else {
+      // The fp32 partial (64 rows x 512) through the K/V stages, free now, in two halves of 256
+      // columns: each warp's fragments into a row-major tile, then whole rows out in 16-byte
+      // stores (the fragments stored directly are eight bytes a lane, eight rows an instruction;
+      // PERF.md, session 16).
+      constexpr int kOStride = 256 + 8;  // floats a staged row: the fragment stores are conflict-free
+      static_assert(sizeof(float) * kRowsPerTile * kOStride <= kSmemKv, "a staged half fits the K/V stages");
+      float* s_o = reinterpret_cast<float*>(smem_raw);
+      float* dst0 = p.partial_out + slot * kRowsPerTile * kDv;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        if (hh == half) {
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const float f = poisoned ? NAN : inv[i];
+            float* row = s_o + (16 * rb + g + 8 * i) * kOStride + 2 * t4;
+#pragma unroll
+            for (int n = 0; n < 32; ++n) {
+#ifdef VATTN_PLANT_BF16_PARTIALS
+              const uint32_t v = pack_bf16x2(o[n][2 * i] * f, o[n][2 * i + 1] * f);  // Planted bug: see split_partial.cuh
+              *reinterpret_cast<float2*>(row + 8 * n) = make_float2(bf16_lo(v), bf16_hi(v));
+#else
+              *reinterpret_cast<float2*>(row + 8 * n) = make_float2(o[n][2 * i] * f, o[n][2 * i + 1] * f);
+#endif
+            }
+          }
+        }
+        __syncthreads();
+#pragma unroll 4
+        for (int j = threadIdx.x; j < kRowsPerTile * 64; j += kPartialThreads) {
+          const int row = j >> 6, c4 = j & 63;  // 64 float4 a half row
+          *reinterpret_cast<float4*>(dst0 + row * kDv + half * 256 + 4 * c4) =
+              *reinterpret_cast<const float4*>(s_o + row * kOStride + 4 * c4);
+        }
+        __syncthreads();
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        if (hh == 0 && t4 == 0) p.partial_lse[slot * kRowsPerTile + 16 * rb + g + 8 * i] = poisoned ? NAN : lse_nat[i];
     }
     __syncthreads();  // the next item reuses s_src, s_bad, s_rowdraft and the item's values
   }
