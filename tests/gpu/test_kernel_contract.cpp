@@ -52,6 +52,13 @@ TEST_CASE("host-known problems are refused with an error code, nothing enqueued"
   bad = a;
   bad.sm_scale = NAN;
   CHECK(run_with(bad, lim, ws) == VATTN_ERR_INVALID_ARGUMENT);
+  // bf16 tensors one element (2 bytes) off their 16-byte alignment (docs/verify-attention.md).
+  bad = a;
+  bad.q = a.q + 1;
+  CHECK(run_with(bad, lim, ws) == VATTN_ERR_INVALID_ARGUMENT);
+  bad = a;
+  bad.out = a.out + 1;
+  CHECK(run_with(bad, lim, ws) == VATTN_ERR_INVALID_ARGUMENT);
   bad = a;
   bad.d_qk = 512;
   CHECK(run_with(bad, lim, ws) == VATTN_ERR_UNSUPPORTED);
