@@ -3,6 +3,7 @@
 // error code, device-side refusals through the workspace error word with NaN outputs.
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include <catch2/catch.hpp>
 
@@ -46,28 +47,20 @@ TEST_CASE("host-known problems are refused with an error code, nothing enqueued"
   };
   const size_t ws = runner.workspace().bytes();
   REQUIRE(run_with(a, lim, ws) == VATTN_OK);
-  vattn_args bad = a;
-  bad.q = nullptr;
-  CHECK(run_with(bad, lim, ws) == VATTN_ERR_INVALID_ARGUMENT);
-  bad = a;
-  bad.sm_scale = NAN;
-  CHECK(run_with(bad, lim, ws) == VATTN_ERR_INVALID_ARGUMENT);
+  // The call with one argument broken (the others valid): the status run() gives it.
+  auto with = [&](const std::function<void(vattn_args&)>& breaks) {
+    vattn_args bad = a;
+    breaks(bad);
+    return run_with(bad, lim, ws);
+  };
+  CHECK(with([](vattn_args& x) { x.q = nullptr; }) == VATTN_ERR_INVALID_ARGUMENT);
+  CHECK(with([](vattn_args& x) { x.sm_scale = NAN; }) == VATTN_ERR_INVALID_ARGUMENT);
   // bf16 tensors one element (2 bytes) off their 16-byte alignment (docs/verify-attention.md).
-  bad = a;
-  bad.q = a.q + 1;
-  CHECK(run_with(bad, lim, ws) == VATTN_ERR_INVALID_ARGUMENT);
-  bad = a;
-  bad.out = a.out + 1;
-  CHECK(run_with(bad, lim, ws) == VATTN_ERR_INVALID_ARGUMENT);
-  bad = a;
-  bad.d_qk = 512;
-  CHECK(run_with(bad, lim, ws) == VATTN_ERR_UNSUPPORTED);
-  bad = a;
-  bad.n_q = lim.max_total_drafts + 1;
-  CHECK(run_with(bad, lim, ws) == VATTN_ERR_LIMITS);
-  bad = a;
-  bad.num_requests = lim.max_requests + 1;
-  CHECK(run_with(bad, lim, ws) == VATTN_ERR_LIMITS);
+  CHECK(with([](vattn_args& x) { x.q += 1; }) == VATTN_ERR_INVALID_ARGUMENT);
+  CHECK(with([](vattn_args& x) { x.out += 1; }) == VATTN_ERR_INVALID_ARGUMENT);
+  CHECK(with([](vattn_args& x) { x.d_qk = 512; }) == VATTN_ERR_UNSUPPORTED);
+  CHECK(with([&lim](vattn_args& x) { x.n_q = lim.max_total_drafts + 1; }) == VATTN_ERR_LIMITS);
+  CHECK(with([&lim](vattn_args& x) { x.num_requests = lim.max_requests + 1; }) == VATTN_ERR_LIMITS);
   size_t need = 0;
   REQUIRE(rev.api->workspace_size(&lim, &need) == VATTN_OK);
   REQUIRE(need <= ws);
