@@ -470,6 +470,9 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       static_assert(sizeof(float) * kRowsPerTile * kOStride <= kSmemKv, "a staged half fits the K/V stages");
       float* s_o = reinterpret_cast<float*>(smem_raw);
       float* dst0 = p.partial_out + slot * kRowsPerTile * kDv;
+      // Only the rows the request has go out: the reduce reads no other. A decode item (T = 1,
+      // H = 8) has 8 of its 64 rows, and writing all 64 would move eight times the bytes.
+      const int live_rows = min(kRowsPerTile, rows_end - rt_end * kRowsPerTile);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         if (hh == half) {
@@ -490,7 +493,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         }
         __syncthreads();
 #pragma unroll 4
-        for (int j = threadIdx.x; j < kRowsPerTile * 64; j += kPartialThreads) {
+        for (int j = threadIdx.x; j < live_rows * 64; j += kPartialThreads) {
           const int row = j >> 6, c4 = j & 63;  // 64 float4 a half row
           *reinterpret_cast<float4*>(dst0 + row * kDv + half * 256 + 4 * c4) =
               *reinterpret_cast<const float4*>(s_o + row * kOStride + 4 * c4);
@@ -499,7 +502,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       }
 #pragma unroll
       for (int i = 0; i < 2; ++i)
-        if (hh == 0 && t4 == 0) p.partial_lse[slot * kRowsPerTile + 16 * rb + g + 8 * i] = poisoned ? NAN : lse_nat[i];
+        if (hh == 0 && t4 == 0 && 16 * rb + g + 8 * i < live_rows)
+          p.partial_lse[slot * kRowsPerTile + 16 * rb + g + 8 * i] = poisoned ? NAN : lse_nat[i];
     }
     __syncthreads();  // the next item reuses s_src, s_bad, s_rowdraft and the item's values
   }
