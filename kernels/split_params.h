@@ -29,7 +29,10 @@ constexpr int kRowsPerTile = 64;    // query rows (draft x head) per work item
 constexpr int kKeysPerTile = 32;    // keys per pipeline stage
 constexpr int kStages = 2;
 constexpr int kPartialThreads = 256;  // 8 warps: warp (row block, d_qk half) for S, (row block, 256 columns) for P.V
-constexpr int kMinTilesPerSplit = 4;  // the planner never cuts a request finer than this
+// The planner never cuts a request finer than this. 2, not split-v1's 4: once Q and the partial
+// went through the K/V stages an item's fixed cost fell, and at B=1 P=4096 (T=1, 16) twice the
+// splits became 9-14% faster on the H200; no other shape's plan changes (PERF.md, session 17).
+constexpr int kMinTilesPerSplit = 2;
 #else
 constexpr int kRowsPerTile = 32;    // query rows (draft x head) per work item
 constexpr int kKeysPerTile = 32;    // keys per pipeline stage
