@@ -3,6 +3,12 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include "transient_retry.h"
+
 namespace vattn {
 
 int cuda_device_count() {
@@ -14,10 +20,37 @@ int cuda_device_count() {
   return n;
 }
 
+namespace {
+std::atomic<int64_t> g_memory_wait_ms{0};
+}  // namespace
+
+void set_device_memory_wait(std::chrono::milliseconds budget) { g_memory_wait_ms = budget.count(); }
+
+cudaError_t with_memory_wait(const std::string& what, size_t bytes, const std::function<cudaError_t()>& step) {
+  RetryWaits w;
+  w.budget = std::chrono::milliseconds(g_memory_wait_ms.load());
+  return retry_transient(
+      cudaErrorMemoryAllocation, w,
+      [&] {
+        const cudaError_t e = step();
+        if (e == cudaErrorMemoryAllocation) (void)cudaGetLastError();  // not sticky: clear it for the retry
+        return e;
+      },
+      [&](std::chrono::milliseconds d, std::chrono::milliseconds waited) {
+        if (waited.count() == 0) {
+          const std::string size = bytes > 0 ? " (" + std::to_string(bytes) + " B)" : "";
+          std::fprintf(stderr, "vattn: device memory full for '%s'%s: waiting up to %lld s for other processes to free some\n",
+                       what.c_str(), size.c_str(), static_cast<long long>(w.budget.count() / 1000));
+        }
+        std::this_thread::sleep_for(d);
+      });
+}
+
 DeviceBuffer::DeviceBuffer(std::string name, size_t bytes) : name_(std::move(name)), bytes_(bytes) {
   // The user region starts 256-aligned (cudaMalloc aligns the base; the guard is a multiple).
   const size_t padded = (bytes + 255) / 256 * 256;
-  VATTN_CUDA(cudaMalloc(&base_, padded + 2 * kGuardBytes));
+  VATTN_CUDA(with_memory_wait(name_, padded + 2 * kGuardBytes,
+                              [&] { return cudaMalloc(&base_, padded + 2 * kGuardBytes); }));
   user_ = base_ + kGuardBytes;
   VATTN_CUDA(cudaMemset(base_, kCanary, kGuardBytes));
   VATTN_CUDA(cudaMemset(base_ + kGuardBytes + bytes, kCanary, padded - bytes + kGuardBytes));

@@ -5,14 +5,24 @@
 // so an element the kernel forgot to write shows up as NaN.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "cuda_check.h"
 
 namespace vattn {
+
+// How long an allocation that finds the device's memory full waits for other processes to free
+// some (transient_retry.h) before it fails; 0 (the default) fails at once. The GPU tests set
+// it: they share one GPU under ctest -j.
+void set_device_memory_wait(std::chrono::milliseconds budget);
+// Runs a CUDA step whose only transient failure is cudaErrorMemoryAllocation (an allocation,
+// or a call that allocates first), retried within that wait; `what` names it in the note.
+cudaError_t with_memory_wait(const std::string& what, size_t bytes, const std::function<cudaError_t()>& step);
 
 class DeviceBuffer {
  public:

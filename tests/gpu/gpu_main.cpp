@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "cuda_check.h"
+#include "device_buffer.h"
 
 int main(int argc, char** argv) {
   bool listing = false;
@@ -27,5 +28,8 @@ int main(int argc, char** argv) {
     std::printf("SKIPPED: no CUDA device visible; the gpu-labelled tests did not run\n");
     return 77;
   }
+  // ctest -j runs several of these processes on one GPU: an allocation that finds the memory
+  // full waits for the others (src/gpu/transient_retry.h) instead of failing the test.
+  vattn::set_device_memory_wait(std::chrono::seconds(120));
   return Catch::Session().run(argc, argv);
 }
