@@ -116,8 +116,9 @@ vattn_status run(const vattn_args* a, const vattn_limits* lim, void* ws, size_t 
       !a->mask_word_indptr || !a->out || !a->lse || a->n_slots < 0 || a->n_q < 1 || a->num_requests < 1 ||
       !std::isfinite(a->sm_scale) || a->sm_scale <= 0.f)
     return VATTN_ERR_INVALID_ARGUMENT;
-  // q, kv_pool and kv_draft are read in 16-byte copies (cp.async), out written in 4- and 8-byte
-  // pieces, the index and mask arrays and lse read or written whole: on the device a misaligned
+  // q, kv_pool and kv_draft are read in 16-byte copies (cp.async); out is written in 4- and 8-byte
+  // pieces today but held to the same 16 bytes as the other bf16 tensors (the contract's rule);
+  // the index and mask arrays and lse are read or written whole. On the device a misaligned
   // pointer faults, so it is refused here (docs/verify-attention.md, host-side refusals).
   auto aligned = [](const void* ptr, uintptr_t n) { return reinterpret_cast<uintptr_t>(ptr) % n == 0; };
   if (!aligned(a->q, 16) || !aligned(a->kv_pool, 16) || !aligned(a->kv_draft, 16) || !aligned(a->out, 16) ||

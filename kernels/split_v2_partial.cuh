@@ -173,7 +173,6 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // this lane's running sum over its keys.
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 
-
     // Chunks [i0, i1) of this thread's nine in row `row` of tile j (8 threads per KV row, 16 B
     // each): the prologue's copies (every thread, one row) and group B's (two rows a thread).
     auto copy_row = [&](int j, int row, int ch0, int i0, int i1) {
