@@ -130,32 +130,38 @@ __device__ __forceinline__ void merge_row(int S, const float* lse_row, const flo
 __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_constant__ SplitParams p) {
   const vattn_args& a = p.a;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  pdl_wait();  // the partial kernel (and, before it, the planner) has completed
   // What a warp needs of its request's plan, copied to shared memory once per block, so a warp
   // goes from its item to its loads without a dependent global load (the plan, then the
   // indptr, then the LSEs, then the rows: four round trips in a row made the reduce 5-18 us on
   // the H200; PERF.md, session 14). Read while the error word is still in flight (unused when
   // the plan failed).
+  // These are read before pdl_wait(), while the partial kernel may still run: only the planner
+  // writes them, and it completed before any partial block passed its own pdl_wait(), which
+  // comes before that block lets this grid launch (both partial kernels). The partial kernel
+  // adds only VATTN_DEVERR_KV_INDEX to the error word, which is not fatal here. ld.global.cg
+  // reads them at L2, so no L1 line left by an earlier grid can answer. About 0.5 us of a call
+  // (0.5-2.5% at P <= 16384 on the H200: PERF.md, session 18).
   __shared__ int32_t s_reduce_begin[kMaxRequests];
   __shared__ int32_t s_partial_begin[kMaxRequests];
   __shared__ int32_t s_splits[kMaxRequests];
   __shared__ int32_t s_rows[kMaxRequests];  // T_b * H
   __shared__ int32_t s_qo[kMaxRequests];    // qo_indptr[b]
   __shared__ float s_weights[kThreads / 32][kMaxSplits];
-  const uint32_t error = p.header->error;
-  const int total_reduce = p.header->total_reduce;
-  const int max_splits = static_cast<int>(p.header->splits_used);
+  const uint32_t error = __ldcg(&p.header->error);
+  const int total_reduce = __ldcg(&p.header->total_reduce);
+  const int max_splits = static_cast<int>(__ldcg(&p.header->splits_used));
   const int B = a.num_requests;
   const int H = a.num_heads;
   for (int b = threadIdx.x; b < B; b += blockDim.x) {
-    const RequestPlan r = p.requests[b];
-    s_reduce_begin[b] = r.reduce_begin;
-    s_partial_begin[b] = r.partial_begin;
-    s_splits[b] = r.splits;
-    s_rows[b] = r.drafts * H;
-    s_qo[b] = a.qo_indptr[b];
+    const RequestPlan* r = p.requests + b;
+    s_reduce_begin[b] = __ldcg(&r->reduce_begin);
+    s_partial_begin[b] = __ldcg(&r->partial_begin);
+    s_splits[b] = __ldcg(&r->splits);
+    s_rows[b] = __ldcg(&r->drafts) * H;
+    s_qo[b] = __ldcg(a.qo_indptr + b);
   }
   __syncthreads();
+  pdl_wait();  // the partial kernel has completed: its partials and LSEs are visible
   if (error & kDevErrFatal) {
     const int64_t rows = a.n_q * a.num_heads;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
