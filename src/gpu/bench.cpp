@@ -3,46 +3,24 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <random>
 #include <sstream>
 
 #include <cuda_runtime.h>
 
+#include "bench_case.h"
 #include "bench_kernels.h"
 #include "gate_kernel.h"
-#include "case.h"
 #include "device_buffer.h"
-#include "generate.h"
 #include "revision.h"
 
 namespace vattn {
 namespace {
 
-constexpr int kDqk = 576, kDv = 512;
 constexpr double kRotateBytes = 256e6;  // input copies cycled per case: well past the 60 MB L2
-constexpr int kMaxSets = 32;
 
 float median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-std::vector<uint32_t> packed_tree_mask(const std::string& tree, int t, int batch, uint64_t seed,
-                                       std::vector<int64_t>& word_indptr) {
-  const std::vector<int32_t> parent = make_tree(tree, t, seed);
-  const std::vector<uint8_t> dense = mask_from_parents(parent);
-  const int words = (t + 31) / 32;
-  std::vector<uint32_t> one(static_cast<size_t>(t) * words, 0u);
-  for (int i = 0; i < t; ++i)
-    for (int j = 0; j < t; ++j)
-      if (dense[static_cast<size_t>(i) * t + j]) one[static_cast<size_t>(i) * words + j / 32] |= 1u << (j % 32);
-  std::vector<uint32_t> all;
-  word_indptr.assign(1, 0);
-  for (int b = 0; b < batch; ++b) {
-    all.insert(all.end(), one.begin(), one.end());
-    word_indptr.push_back(static_cast<int64_t>(all.size()));
-  }
-  return all;
 }
 
 BenchRow bench_one(const Revision& rev, const BenchOptions& opt, int batch, int drafts, int prefix, uint64_t seed) {
@@ -50,74 +28,12 @@ BenchRow bench_one(const Revision& rev, const BenchOptions& opt, int batch, int 
   row.batch = batch;
   row.drafts = drafts;
   row.prefix = prefix;
-  row.tree = drafts <= 16 ? "chain" : "random";
-  const int H = opt.heads;
-  const int64_t n_q = static_cast<int64_t>(batch) * drafts;
-  const int64_t kv_rows = static_cast<int64_t>(batch) * prefix;
-  const double kv_bytes = static_cast<double>(kv_rows) * kDqk * 2;
-  const int sets = std::max(1, std::min(kMaxSets, static_cast<int>(kRotateBytes / std::max(kv_bytes, 1.0))));
-  const int64_t n_slots = std::max<int64_t>(1, kv_rows * sets);
-
-  DeviceBuffer pool("kv_pool", static_cast<size_t>(n_slots) * kDqk * 2);
-  DeviceBuffer q("q", static_cast<size_t>(n_q) * H * kDqk * 2), draft("kv_draft", static_cast<size_t>(n_q) * kDqk * 2);
-  VATTN_CUDA(fill_bf16_random(pool.as<uint16_t>(), static_cast<size_t>(n_slots) * kDqk, seed, 1.f, nullptr));
-  VATTN_CUDA(fill_bf16_random(q.as<uint16_t>(), static_cast<size_t>(n_q) * H * kDqk, seed + 1, 1.f, nullptr));
-  VATTN_CUDA(fill_bf16_random(draft.as<uint16_t>(), static_cast<size_t>(n_q) * kDqk, seed + 2, 1.f, nullptr));
-
-  // Scattered slots: each copy's prefix rows are a random permutation of its own slot range.
-  std::mt19937_64 rng(seed);
-  std::vector<DeviceBuffer> indices;
-  for (int s = 0; s < sets; ++s) {
-    std::vector<int32_t> idx(static_cast<size_t>(std::max<int64_t>(kv_rows, 1)));
-    for (int64_t i = 0; i < kv_rows; ++i) idx[static_cast<size_t>(i)] = static_cast<int32_t>(s * kv_rows + i);
-    std::shuffle(idx.begin(), idx.end(), rng);
-    indices.push_back(upload_vector("kv_indices", idx));
-  }
-  std::vector<int32_t> kv_indptr(batch + 1), qo_indptr(batch + 1);
-  for (int b = 0; b <= batch; ++b) {
-    kv_indptr[b] = b * prefix;
-    qo_indptr[b] = b * drafts;
-  }
-  std::vector<int64_t> word_indptr;
-  const auto bits = packed_tree_mask(row.tree, drafts, batch, seed, word_indptr);
-  DeviceBuffer d_kv_indptr = upload_vector("kv_indptr", kv_indptr), d_qo_indptr = upload_vector("qo_indptr", qo_indptr);
-  DeviceBuffer d_bits = upload_vector("mask_bits", bits), d_words = upload_vector("mask_word_indptr", word_indptr);
-  DeviceBuffer splits = upload_vector("forced_splits", std::vector<int32_t>{0});
-  DeviceBuffer out("out", static_cast<size_t>(n_q) * H * kDv * 2), lse("lse", static_cast<size_t>(n_q) * H * 4);
-
-  vattn_limits lim{};
-  lim.max_requests = batch;
-  lim.max_total_drafts = n_q;
-  lim.max_drafts_per_request = drafts;
-  lim.num_heads = H;
-  lim.max_splits = opt.max_splits;
-  size_t ws_bytes = 0;
-  if (rev.api->workspace_size(&lim, &ws_bytes) != VATTN_OK) throw CudaError("workspace_size refused the bench limits");
-  DeviceBuffer ws("workspace", ws_bytes);
-
-  std::vector<vattn_args> args(sets);
-  for (int s = 0; s < sets; ++s) {
-    vattn_args& a = args[s];
-    a = vattn_args{};
-    a.q = q.as<const uint16_t>();
-    a.kv_pool = pool.as<const uint16_t>();
-    a.n_slots = n_slots;
-    a.kv_indices = indices[s].as<const int32_t>();
-    a.kv_indptr = d_kv_indptr.as<const int32_t>();
-    a.kv_draft = draft.as<const uint16_t>();
-    a.qo_indptr = d_qo_indptr.as<const int32_t>();
-    a.mask_bits = d_bits.as<const uint32_t>();
-    a.mask_word_indptr = d_words.as<const int64_t>();
-    a.forced_splits = splits.as<const int32_t>();
-    a.out = out.as<uint16_t>();
-    a.lse = lse.as<float>();
-    a.num_requests = batch;
-    a.n_q = n_q;
-    a.num_heads = H;
-    a.d_qk = kDqk;
-    a.d_v = kDv;
-    a.sm_scale = 0.1446796f;
-  }
+  BenchCase c = make_bench_case(rev, batch, drafts, prefix, opt.heads, opt.max_splits, seed, kRotateBytes);
+  row.tree = c.tree;
+  const int sets = c.sets;
+  const std::vector<vattn_args>& args = c.args;
+  const vattn_limits& lim = c.limits;
+  DeviceBuffer& ws = c.workspace;
 
   cudaStream_t stream;
   VATTN_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -171,9 +87,8 @@ BenchRow bench_one(const Revision& rev, const BenchOptions& opt, int batch, int 
   row.eager_us = median(eager) * 1e3;
   row.graph_us = median(graph) * 1e3;
   row.queued_us = median(queued) * 1e3;
-  // Unique bytes: each KV row (prefix + drafts) once, q in, out + lse out.
-  row.bytes = static_cast<double>(kv_rows + n_q) * kDqk * 2 + static_cast<double>(n_q) * H * (kDqk * 2 + kDv * 2 + 4);
-  row.flops = static_cast<double>(batch) * drafts * H * (static_cast<double>(prefix) + drafts) * 2 * (kDqk + kDv);
+  row.bytes = bench_case_bytes(batch, drafts, prefix, opt.heads);
+  row.flops = bench_case_flops(batch, drafts, prefix, opt.heads);
   return row;
 }
 
