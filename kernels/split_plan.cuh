@@ -5,6 +5,7 @@
 #pragma once
 
 #include "pdl.cuh"
+#include "timeline.cuh"
 #include "split_params.h"
 
 namespace vattn::VATTN_KERN_NS {
@@ -30,6 +31,7 @@ __device__ __forceinline__ int warp_exclusive_sum(int v, int lane, int& total) {
 
 __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_constant__ SplitParams p) {
   pdl_launch_dependents();  // the partial kernel's blocks may get ready; they wait for this grid
+  tl_plan();  // timing probe builds only (timeline.cuh)
   __shared__ int32_t s_prefix[kMaxRequests];
   __shared__ int32_t s_drafts[kMaxRequests];
   __shared__ int32_t s_splits[kMaxRequests];

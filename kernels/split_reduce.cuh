@@ -7,6 +7,7 @@
 
 #include "mma_sm80.cuh"
 #include "split_plan.cuh"
+#include "timeline.cuh"
 
 namespace vattn::VATTN_KERN_NS {
 
@@ -130,6 +131,7 @@ __device__ __forceinline__ void merge_row(int S, const float* lse_row, const flo
 __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_constant__ SplitParams p) {
   const vattn_args& a = p.a;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  tl_reduce(0);  // timing probe builds only (timeline.cuh)
   // What a warp needs of its request's plan, copied to shared memory once per block, so a warp
   // goes from its item to its loads without a dependent global load (the plan, then the
   // indptr, then the LSEs, then the rows: four round trips in a row made the reduce 5-18 us on
@@ -162,6 +164,7 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
   }
   __syncthreads();
   pdl_wait();  // the partial kernel has completed: its partials and LSEs are visible
+  tl_reduce(1);
   if (error & kDevErrFatal) {
     const int64_t rows = a.n_q * a.num_heads;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -225,6 +228,7 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
       }
       __syncthreads();  // s_part is read before the next item writes it
     }
+    tl_reduce(2);
     return;
   }
   // Otherwise a warp merges one row over 512 / spans columns. With few splits a warp takes more
@@ -245,6 +249,7 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
     else
       merge_row<1>(it.S, lse_of(it), src_of(it, col4), split_stride, s_weights[warp], dst_of(it, col4), lse_out, lane);
   }
+  tl_reduce(2);
 }
 
 }  // namespace vattn::VATTN_KERN_NS

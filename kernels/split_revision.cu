@@ -239,6 +239,25 @@ const vattn_revision kRevision = {VATTN_ABI_VERSION, VATTN_REVISION_NAME, caps, 
 }  // namespace
 }  // namespace vattn::VATTN_KERN_NS
 
+#ifdef VATTN_TIMELINE
+// The timing probe's read-out (vattn_timeline.h): stamps of the calls since the last read, then cleared.
+extern "C" __attribute__((visibility("default"))) int vattn_timeline_read_v1(vattn_timeline* out) {
+  using namespace vattn::VATTN_KERN_NS;
+  if (!out) return static_cast<int>(cudaErrorInvalidValue);
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) e = cudaMemcpyFromSymbol(out->partial_ns, g_tl_partial_ns, sizeof out->partial_ns);
+  if (e == cudaSuccess) e = cudaMemcpyFromSymbol(out->partial_clock, g_tl_partial_clock, sizeof out->partial_clock);
+  if (e == cudaSuccess) e = cudaMemcpyFromSymbol(out->reduce_ns, g_tl_reduce_ns, sizeof out->reduce_ns);
+  if (e == cudaSuccess) e = cudaMemcpyFromSymbol(out->plan_ns, g_tl_plan_ns, sizeof out->plan_ns);
+  static vattn_timeline zeros;  // cleared, so a point a later call does not reach reads 0
+  if (e == cudaSuccess) e = cudaMemcpyToSymbol(g_tl_partial_ns, zeros.partial_ns, sizeof zeros.partial_ns);
+  if (e == cudaSuccess) e = cudaMemcpyToSymbol(g_tl_partial_clock, zeros.partial_clock, sizeof zeros.partial_clock);
+  if (e == cudaSuccess) e = cudaMemcpyToSymbol(g_tl_reduce_ns, zeros.reduce_ns, sizeof zeros.reduce_ns);
+  if (e == cudaSuccess) e = cudaMemcpyToSymbol(g_tl_plan_ns, zeros.plan_ns, sizeof zeros.plan_ns);
+  return static_cast<int>(e);
+}
+#endif
+
 // Built in: the suite links this symbol directly. As a shared library: vattn_get_revision_v1.
 extern "C" const vattn_revision* VATTN_REVISION_SYMBOL(void) { return &vattn::VATTN_KERN_NS::kRevision; }
 #ifdef VATTN_EXPORT_GET_REVISION

@@ -31,6 +31,7 @@
 #include "pdl.cuh"
 #include "split_keys.cuh"
 #include "split_plan.cuh"
+#include "timeline.cuh"
 
 namespace vattn::VATTN_KERN_NS {
 
@@ -49,7 +50,9 @@ __device__ __forceinline__ void row_block_barrier(int rb) {
 }
 
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
+  tl_partial(0);  // timing probe builds only (timeline.cuh)
   pdl_wait();  // the planner has completed: its plan and header are visible
+  tl_partial(1);
   pdl_launch_dependents();  // the reduce kernel's blocks may get ready; they wait for this grid
   extern __shared__ __align__(16) unsigned char smem_raw[];
   uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);             // [kStages][kKeysPerTile][kSmemStride]
@@ -82,6 +85,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   const int item_stride = gridDim.x;  // persistent: any grid covers every item
 #endif
   for (int item = blockIdx.x; item < total; item += item_stride) {
+    tl_item(item, 0);
     const int b = find_request(a.num_requests, item, [&](int i) { return p.requests[i].work_begin; });
     const RequestPlan r = p.requests[b];
 #ifdef VATTN_PLANT_CRASH
@@ -166,6 +170,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       }
     }
     __syncthreads();  // every warp has its Q before tile 0's copies take the stages
+    tl_item(item, 1);
     float o[32][4];
 #pragma unroll
     for (int n = 0; n < 32; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
@@ -273,6 +278,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       else
         cp_async_wait<0>();
       __syncthreads();  // tile `it` is in; A is past P.V(it - 1), B past S(it - 1)
+      if (it == 0) tl_item(item, 2);
       const uint16_t* kv = s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
       const uint16_t* kv_prev = s_kv + ((it + 1) % kStages) * kKeysPerTile * kSmemStride;
       const int tile_k0 = kbeg + it * kKeysPerTile;
@@ -426,6 +432,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       for (; it <= ntiles; ++it) step(it, std::false_type{});
     }
 
+    tl_item(item, 3);
     // ---- finalize: each row's sum over its quad, 1/l and the LSE, in registers ----
     if (bad) atomicOr(&s_bad, 1);
     float inv[2], lse_nat[2];
@@ -505,6 +512,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
           p.partial_lse[slot * kRowsPerTile + 16 * rb + g + 8 * i] = poisoned ? NAN : lse_nat[i];
     }
     __syncthreads();  // the next item reuses s_src, s_bad, s_rowdraft and the item's values
+    tl_item(item, 4);
   }
 }
 

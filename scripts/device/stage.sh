@@ -3,18 +3,19 @@
 # need only libc there) and stages what `ctest -L gpu` needs into .device/ (git-ignored),
 # small enough to travel. Then, on the GPU machine, from the repository root:
 #     bash scripts/device/run.sh [--sanitize] [ctest args...]
-# CMake options pass through VATTN_DEVICE_CMAKE_ARGS (default -DVATTN_BUILD_PLANTED=ON: the
-# session runs the tests of the tests, which need the deliberately broken revisions).
+# CMake options pass through VATTN_DEVICE_CMAKE_ARGS (default -DVATTN_BUILD_PLANTED=ON
+# -DVATTN_BUILD_PROBES=ON: the session runs the tests of the tests, which need the deliberately
+# broken revisions, and vattn_timeline_probe, which needs split-v2's timing-probe build).
 set -euo pipefail
 case "${1:-}" in
-  -h|--help) sed -n 2,7p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n 2,8p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   "") ;;
   *) echo "stage.sh: takes no arguments (got '$1'; --help)" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build="$root/build-device"
 stage="$root/.device"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVATTN_PORTABLE=ON ${VATTN_DEVICE_CMAKE_ARGS:--DVATTN_BUILD_PLANTED=ON} >/dev/null
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVATTN_PORTABLE=ON ${VATTN_DEVICE_CMAKE_ARGS:--DVATTN_BUILD_PLANTED=ON -DVATTN_BUILD_PROBES=ON} >/dev/null
 cmake --build "$build" -j "$(nproc)" ${VATTN_DEVICE_TARGETS:+--target $VATTN_DEVICE_TARGETS}
 rm -rf "$stage" && mkdir -p "$stage/build"
 # ctest needs its CTestTestfile.cmake files, the test lists written by Catch's discovery,

@@ -15,7 +15,7 @@ constexpr const char* kExitCodesHelp =
     "exit codes: 0 ok, 1 a check failed, 2 unusable input, usage, or no CUDA device where one is needed\n"
     "(2 takes precedence over 1: a run with an unusable input is incomplete)\n";
 
-// This vattn was configured with VATTN_CUDA=OFF (VATTN_HAVE_CUDA 0): bench, graph-check,
+// This vattn was configured with VATTN_CUDA=OFF (VATTN_HAVE_CUDA 0): bench, timeline, graph-check,
 // replay --kernel/--oracle gpu and GPU fuzz targets say so (kNoCuda) and exit 2.
 #ifndef VATTN_HAVE_CUDA
 #define VATTN_HAVE_CUDA 1
@@ -29,6 +29,7 @@ int cmd_promote(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_replay(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_timeline(int argc, char** argv);
 int cmd_graph_check(int argc, char** argv);
 int cmd_fuzz(int argc, char** argv);
 int cmd_fuzz_worker(int argc, char** argv);  // internal: the worker process `vattn fuzz` starts

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Static sm_120 audit, no GPU needed: every kernel of the in-tree revisions (split-v1 and
-// split-v2), in their sm_120a and sm_90a builds, has no spill, no local memory, and static +
-// dynamic shared memory within the 101376 B an sm_120 block may opt into.
+// split-v2, and split-v2's timing-probe build), in their sm_120a and sm_90a builds, has no
+// spill, no local memory, and static + dynamic shared memory within the 101376 B an sm_120 block
+// may opt into.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
@@ -73,6 +74,13 @@ TEST_CASE("ptxas report of split-v1: no spills, no local memory, smem within sm_
 TEST_CASE("ptxas report of split-v2: no spills, no local memory, smem within sm_120's limit", "[audit]") {
   // The same three launches, with split-v2's partial kernel.
   audit_report(VATTN_PTXAS_REPORT_V2, vattn_revision_split_v2(), "5vattn7kern_v2",
+               {{"split_plan_kernel", false}, {"split_partial_kernel", true}, {"split_reduce_kernel", false}});
+}
+
+TEST_CASE("ptxas report of split-v2's timing-probe build: no spills, so it times the same kernel", "[audit]") {
+  // -DVATTN_TIMELINE (kernels/timeline.cuh): the stamps must not cost the 255-register item a
+  // spill, or vattn_timeline_probe would measure a slower kernel than split-v2.
+  audit_report(VATTN_PTXAS_REPORT_V2_TIMELINE, vattn_revision_split_v2(), "5vattn7kern_v2",
                {{"split_plan_kernel", false}, {"split_partial_kernel", true}, {"split_reduce_kernel", false}});
 }
 

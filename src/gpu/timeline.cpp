@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "timeline.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "bench_case.h"
+#include "case.h"
+#include "cuda_check.h"
+#include "revision.h"
+
+namespace vattn {
+
+TimelineRevision load_timeline_revision(const std::string& kernel) {
+  TimelineRevision t;
+  t.rev = load_revision(kernel);
+  if (t.rev.library)
+    t.read = reinterpret_cast<vattn_timeline_read_fn>(dlsym(t.rev.library.get(), VATTN_TIMELINE_SYMBOL));
+  if (!t.read)
+    throw InputError(kernel, "", "--kernel",
+                     "not a timing-probe build: it does not export " VATTN_TIMELINE_SYMBOL
+                     " (build with -DVATTN_BUILD_PROBES=ON and give revisions/libvattn_rev_v2_timeline.so)");
+  return t;
+}
+
+TimelineReport run_timeline(const TimelineRevision& probe, const TimelineOptions& opt) {
+  const Revision& rev = probe.rev;
+  const vattn_timeline_read_fn read = probe.read;
+  TimelineReport rep;
+  rep.revision = rev.name();
+  int dev = 0;
+  VATTN_CUDA(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  VATTN_CUDA(cudaGetDeviceProperties(&prop, dev));
+  rep.device = prop.name;
+  rep.sms = prop.multiProcessorCount;
+
+  // The bench's inputs, rotated through the same number of copies, so the L2 is as cold.
+  BenchCase c = make_bench_case(rev, opt.batch, opt.drafts, opt.prefix, opt.heads, opt.max_splits, opt.seed, 256e6);
+  rep.tree = c.tree;
+  cudaStream_t stream;
+  VATTN_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::vector<cudaGraphExec_t> graphs(c.sets);
+  for (int s = 0; s < c.sets; ++s) {
+    cudaGraph_t g;
+    VATTN_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const vattn_status st = rev.api->run(&c.args[s], &c.limits, c.workspace.data(), c.workspace.bytes(), stream);
+    cudaGraph_t captured = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream, &captured);
+    if (st != VATTN_OK) throw CudaError(std::string("run: ") + rev.api->status_string(st));
+    VATTN_CUDA(end);
+    g = captured;
+    VATTN_CUDA(cudaGraphInstantiate(&graphs[s], g, 0));
+    VATTN_CUDA(cudaGraphDestroy(g));
+  }
+  auto check_read = [&](vattn_timeline* t) {
+    const int e = read(t);
+    if (e != 0) VATTN_CUDA(static_cast<cudaError_t>(e));
+  };
+  std::vector<vattn_timeline> calls(static_cast<size_t>(opt.calls));
+  vattn_timeline discard;
+  for (int i = 0; i < opt.warmup; ++i) VATTN_CUDA(cudaGraphLaunch(graphs[i % c.sets], stream));
+  VATTN_CUDA(cudaStreamSynchronize(stream));
+  check_read(&discard);  // clears what the warm-up stamped
+  cudaEvent_t e0, e1;
+  VATTN_CUDA(cudaEventCreate(&e0));
+  VATTN_CUDA(cudaEventCreate(&e1));
+  std::vector<float> times;
+  for (int i = 0; i < opt.calls; ++i) {
+    VATTN_CUDA(cudaEventRecord(e0, stream));
+    VATTN_CUDA(cudaGraphLaunch(graphs[(opt.warmup + i) % c.sets], stream));
+    VATTN_CUDA(cudaEventRecord(e1, stream));
+    VATTN_CUDA(cudaEventSynchronize(e1));
+    float ms = 0;
+    VATTN_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    times.push_back(ms);
+    check_read(&calls[static_cast<size_t>(i)]);
+  }
+  uint32_t words[2] = {0, 0};
+  c.workspace.download(words, sizeof words);
+  if (words[0] != 0) throw CudaError("timeline case raised device error word " + std::to_string(words[0]));
+  rep.splits_used = static_cast<int>(words[1]);
+  for (auto g : graphs) cudaGraphExecDestroy(g);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaStreamDestroy(stream);
+  std::sort(times.begin(), times.end());
+  rep.replay_us = times[times.size() / 2] * 1e3;
+  rep.summary = summarize_timeline(calls, VATTN_TL_BLOCKS);
+  return rep;
+}
+
+}  // namespace vattn
