@@ -102,12 +102,9 @@ BenchReport run_bench(const BenchOptions& opt, const std::function<void(const Be
     rep.kernels.push_back(revs.back().name());
   }
   rep.gate_us = opt.gate_us;
-  int dev = 0;
-  VATTN_CUDA(cudaGetDevice(&dev));
-  cudaDeviceProp prop{};
-  VATTN_CUDA(cudaGetDeviceProperties(&prop, dev));
-  rep.device = prop.name;
-  rep.sms = prop.multiProcessorCount;
+  const CurrentDevice device = current_device();
+  rep.device = device.name;
+  rep.sms = device.sms;
   rep.copy_gbps = measure_copy_gbps(size_t(2) << 30);
   rep.mma_tflops = measure_mma_tflops(rep.sms);
   uint64_t seed = opt.seed;

@@ -25,6 +25,13 @@ inline void cuda_check(cudaError_t e, const char* call, const char* file, int li
 // Number of usable CUDA devices; 0 when there is no driver or no GPU (never throws).
 int cuda_device_count();
 
+// The current device's name and SM count (throws CudaError).
+struct CurrentDevice {
+  std::string name;
+  int sms = 0;
+};
+CurrentDevice current_device();
+
 }  // namespace vattn
 
 #define VATTN_CUDA(call) ::vattn::cuda_check((call), #call, __FILE__, __LINE__)

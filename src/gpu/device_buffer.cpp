@@ -20,6 +20,14 @@ int cuda_device_count() {
   return n;
 }
 
+CurrentDevice current_device() {
+  int dev = 0;
+  VATTN_CUDA(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  VATTN_CUDA(cudaGetDeviceProperties(&prop, dev));
+  return {prop.name, prop.multiProcessorCount};
+}
+
 namespace {
 std::atomic<int64_t> g_memory_wait_ms{0};
 }  // namespace

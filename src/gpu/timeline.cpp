@@ -32,12 +32,9 @@ TimelineReport run_timeline(const TimelineRevision& probe, const TimelineOptions
   const vattn_timeline_read_fn read = probe.read;
   TimelineReport rep;
   rep.revision = rev.name();
-  int dev = 0;
-  VATTN_CUDA(cudaGetDevice(&dev));
-  cudaDeviceProp prop{};
-  VATTN_CUDA(cudaGetDeviceProperties(&prop, dev));
-  rep.device = prop.name;
-  rep.sms = prop.multiProcessorCount;
+  const CurrentDevice device = current_device();
+  rep.device = device.name;
+  rep.sms = device.sms;
 
   // The bench's inputs, rotated through the same number of copies, so the L2 is as cold.
   BenchCase c = make_bench_case(rev, opt.batch, opt.drafts, opt.prefix, opt.heads, opt.max_splits, opt.seed, 256e6);
