@@ -9,6 +9,8 @@
 #   repro     demo: a property finds a planted bug; its recipe line and its repro file replay it
 #   bench     vattn bench (eager, graph, queued; roofline)
 #   probe     vattn_ceiling_probe: the kernel's tile loop with parts off (4 and 16 row tiles per request)
+#   timeline  vattn timeline of split-v2's timing-probe build (stage with -DVATTN_BUILD_PROBES=ON,
+#             stage.sh's default) at B=1 T=64 P=4096 and 65536, B=8 T=16 P=4096: where a call's time goes
 #   fuzz-planted  vattn fuzz against the planted crash/hang/bf16-partials/drop-last-key revisions
 #   fuzz-v1   vattn fuzz against split-v1 for $VATTN_FUZZ_MINUTES (default 5) minutes: throughput
 #   fuzz-ab   split-v1 for $VATTN_AB_SECONDS (default 60) s each: as is, VATTN_FUZZ_BLOCKING_SYNC=1,
@@ -30,8 +32,8 @@ if [ $# -eq 0 ]; then steps="tests planted replay graph bench"; else steps="$*";
 # Every step name is checked before any step runs: a typo must not cost a device session.
 for step in "$@"; do
   case $step in
-    tests|planted|repro|sanitize|replay|graph|bench|probe|fuzz-planted|fuzz-v1|fuzz-ab|mutation|python) ;;
-    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench probe fuzz-planted fuzz-v1 fuzz-ab mutation python; --help)" >&2; exit 2 ;;
+    tests|planted|repro|sanitize|replay|graph|bench|probe|timeline|fuzz-planted|fuzz-v1|fuzz-ab|mutation|python) ;;
+    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench probe timeline fuzz-planted fuzz-v1 fuzz-ab mutation python; --help)" >&2; exit 2 ;;
   esac
 done
 export VATTN_REQUIRE_GPU=1  # a GPU machine: GPU tests that cannot see the device fail, not skip
@@ -112,6 +114,14 @@ for step in $steps; do
              "$b/src/gpu/vattn_ceiling_probe" --row-groups $groups 2>&1 | tee "$out/probe-$groups.log"
              [ "${PIPESTATUS[0]}" = 0 ] || rc=1
            done ;;
+    timeline)
+      lib="$b/revisions/libvattn_rev_v2_timeline.so"
+      [ -e "$lib" ] || { echo "session: timeline needs the timing-probe build (stage with -DVATTN_BUILD_PROBES=ON)"; rc=1; continue; }
+      for shape in "1 64 4096" "1 64 65536" "8 16 4096"; do
+        read -r bb tt pp <<<"$shape"
+        "$b/vattn" timeline --kernel "$lib" --batch "$bb" --drafts "$tt" --prefix "$pp" 2>&1 | tee -a "$out/timeline.log"
+        [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+      done ;;
   esac
 done
 echo "session: exit $rc"
