@@ -43,14 +43,12 @@ TimelineReport run_timeline(const TimelineRevision& probe, const TimelineOptions
   VATTN_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::vector<cudaGraphExec_t> graphs(c.sets);
   for (int s = 0; s < c.sets; ++s) {
-    cudaGraph_t g;
     VATTN_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     const vattn_status st = rev.api->run(&c.args[s], &c.limits, c.workspace.data(), c.workspace.bytes(), stream);
-    cudaGraph_t captured = nullptr;
-    const cudaError_t end = cudaStreamEndCapture(stream, &captured);
+    cudaGraph_t g = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream, &g);  // ends the capture even when run refused
     if (st != VATTN_OK) throw CudaError(std::string("run: ") + rev.api->status_string(st));
     VATTN_CUDA(end);
-    g = captured;
     VATTN_CUDA(cudaGraphInstantiate(&graphs[s], g, 0));
     VATTN_CUDA(cudaGraphDestroy(g));
   }
