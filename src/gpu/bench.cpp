@@ -16,8 +16,6 @@
 namespace vattn {
 namespace {
 
-constexpr double kRotateBytes = 256e6;  // input copies cycled per case: well past the 60 MB L2
-
 float median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -28,7 +26,7 @@ BenchRow bench_one(const Revision& rev, const BenchOptions& opt, int batch, int 
   row.batch = batch;
   row.drafts = drafts;
   row.prefix = prefix;
-  BenchCase c = make_bench_case(rev, batch, drafts, prefix, opt.heads, opt.max_splits, seed, kRotateBytes);
+  BenchCase c = make_bench_case(rev, batch, drafts, prefix, opt.heads, opt.max_splits, seed, kBenchRotateBytes);
   row.tree = c.tree;
   const int sets = c.sets;
   const std::vector<vattn_args>& args = c.args;
@@ -59,20 +57,9 @@ BenchRow bench_one(const Revision& rev, const BenchOptions& opt, int batch, int 
   VATTN_CUDA(cudaStreamSynchronize(stream));
   std::vector<float> eager;
   for (int i = 0; i < opt.reps; ++i) eager.push_back(time_one(launch, i % sets));
-  uint32_t words[2] = {0, 0};
-  ws.download(words, sizeof words);
-  if (words[0] != 0) throw CudaError("bench case raised device error word " + std::to_string(words[0]));
-  row.splits_used = static_cast<int>(words[1]);
+  row.splits_used = case_splits_used(c);
 
-  std::vector<cudaGraphExec_t> graphs(sets);
-  for (int s = 0; s < sets; ++s) {
-    cudaGraph_t g;
-    VATTN_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    launch(s);
-    VATTN_CUDA(cudaStreamEndCapture(stream, &g));
-    VATTN_CUDA(cudaGraphInstantiate(&graphs[s], g, 0));
-    VATTN_CUDA(cudaGraphDestroy(g));
-  }
+  const std::vector<cudaGraphExec_t> graphs = capture_case_graphs(rev, c, stream);
   auto replay = [&](int s) { VATTN_CUDA(cudaGraphLaunch(graphs[s], stream)); };
   for (int i = 0; i < opt.warmup; ++i) replay(i % sets);
   std::vector<float> graph;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <random>
 
+#include <cuda_runtime.h>
+
 #include "bench_kernels.h"
 #include "generate.h"
 
@@ -107,6 +109,28 @@ BenchCase make_bench_case(const Revision& rev, int batch, int drafts, int prefix
     a.sm_scale = 0.1446796f;
   }
   return c;
+}
+
+std::vector<cudaGraphExec_t> capture_case_graphs(const Revision& rev, const BenchCase& c, cudaStream_t stream) {
+  std::vector<cudaGraphExec_t> graphs(c.sets);
+  for (int s = 0; s < c.sets; ++s) {
+    VATTN_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const vattn_status st = rev.api->run(&c.args[s], &c.limits, c.workspace.data(), c.workspace.bytes(), stream);
+    cudaGraph_t g = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream, &g);  // ends the capture even when run refused
+    if (st != VATTN_OK) throw CudaError(std::string("run: ") + rev.api->status_string(st));
+    VATTN_CUDA(end);
+    VATTN_CUDA(cudaGraphInstantiate(&graphs[s], g, 0));
+    VATTN_CUDA(cudaGraphDestroy(g));
+  }
+  return graphs;
+}
+
+int case_splits_used(const BenchCase& c) {
+  uint32_t words[2] = {0, 0};
+  c.workspace.download(words, sizeof words);
+  if (words[0] != 0) throw CudaError("bench case raised device error word " + std::to_string(words[0]));
+  return static_cast<int>(words[1]);
 }
 
 double bench_case_bytes(int batch, int drafts, int prefix, int heads) {

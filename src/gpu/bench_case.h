@@ -17,6 +17,8 @@
 
 namespace vattn {
 
+constexpr double kBenchRotateBytes = 256e6;  // KV the sets span together: well past the 60 MB L2
+
 struct BenchCase {
   std::string tree;  // "chain" or "random"
   int64_t n_q = 0, kv_rows = 0;
@@ -30,6 +32,14 @@ struct BenchCase {
 // rotate_bytes: how much KV the sets should span together (at most 32 sets; 0: one set).
 BenchCase make_bench_case(const Revision& rev, int batch, int drafts, int prefix, int heads, int max_splits,
                           uint64_t seed, double rotate_bytes);
+
+// One instantiated CUDA graph of run() per set, captured on `stream`. Throws CudaError; when run()
+// refuses, the capture is ended first, so the stream stays usable.
+std::vector<cudaGraphExec_t> capture_case_graphs(const Revision& rev, const BenchCase& c, cudaStream_t stream);
+
+// After a call: the split count the kernel used (ABI word 1). Throws CudaError when the device
+// error word (word 0) is set: a bench case is valid input, so any bit there is the kernel's fault.
+int case_splits_used(const BenchCase& c);
 
 // Unique bytes a call moves (each KV row, prefix and drafts, once; q in; out and lse out) and
 // its flops (B*T*H*(P+T)*2*(d_qk+d_v)), the roofline's two sides.

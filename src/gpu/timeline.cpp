@@ -37,21 +37,12 @@ TimelineReport run_timeline(const TimelineRevision& probe, const TimelineOptions
   rep.sms = device.sms;
 
   // The bench's inputs, rotated through the same number of copies, so the L2 is as cold.
-  BenchCase c = make_bench_case(rev, opt.batch, opt.drafts, opt.prefix, opt.heads, opt.max_splits, opt.seed, 256e6);
+  BenchCase c =
+      make_bench_case(rev, opt.batch, opt.drafts, opt.prefix, opt.heads, opt.max_splits, opt.seed, kBenchRotateBytes);
   rep.tree = c.tree;
   cudaStream_t stream;
   VATTN_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  std::vector<cudaGraphExec_t> graphs(c.sets);
-  for (int s = 0; s < c.sets; ++s) {
-    VATTN_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    const vattn_status st = rev.api->run(&c.args[s], &c.limits, c.workspace.data(), c.workspace.bytes(), stream);
-    cudaGraph_t g = nullptr;
-    const cudaError_t end = cudaStreamEndCapture(stream, &g);  // ends the capture even when run refused
-    if (st != VATTN_OK) throw CudaError(std::string("run: ") + rev.api->status_string(st));
-    VATTN_CUDA(end);
-    VATTN_CUDA(cudaGraphInstantiate(&graphs[s], g, 0));
-    VATTN_CUDA(cudaGraphDestroy(g));
-  }
+  const std::vector<cudaGraphExec_t> graphs = capture_case_graphs(rev, c, stream);
   auto check_read = [&](vattn_timeline* t) {
     const int e = read(t);
     if (e != 0) VATTN_CUDA(static_cast<cudaError_t>(e));
@@ -75,10 +66,7 @@ TimelineReport run_timeline(const TimelineRevision& probe, const TimelineOptions
     times.push_back(ms);
     check_read(&calls[static_cast<size_t>(i)]);
   }
-  uint32_t words[2] = {0, 0};
-  c.workspace.download(words, sizeof words);
-  if (words[0] != 0) throw CudaError("timeline case raised device error word " + std::to_string(words[0]));
-  rep.splits_used = static_cast<int>(words[1]);
+  rep.splits_used = case_splits_used(c);
   for (auto g : graphs) cudaGraphExecDestroy(g);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
