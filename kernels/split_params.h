@@ -41,7 +41,14 @@ constexpr int kPartialThreads = 256;  // 8 warps: S by (d_qk quarter x key half)
 constexpr int kMinTilesPerSplit = 4;  // the planner never cuts a request finer than this
 #endif
 constexpr int kThreads = 256;       // the plan and reduce kernels
+#ifdef VATTN_SPLIT_V2
+// split-v2's K/V rows are 1152 B, nine whole 128 B lines, without padding: a quarter warp's
+// 16 B copies then fill one line, and the chunks of each line are swizzled (v2_chunk in
+// split_v2_partial.cuh) so that ldmatrix's eight rows still land on distinct banks.
+constexpr int kSmemStride = kDqk;
+#else
 constexpr int kSmemStride = kDqk + 8;  // +16 B per row: ldmatrix rows land on distinct banks
+#endif
 constexpr int kMaxHeads = 128;
 constexpr int kMaxDraftsPerRequest = 1025;
 constexpr int64_t kMaxPrefix = 262144;

@@ -3,11 +3,13 @@
 // One work item = (request, row tile of 64 query rows, KV split): twice split-v1's rows for
 // every K/V byte streamed from L2, through split-v1's two 32-key stages (one tile in flight
 // while the other is used). Eight warps; warp w = (row block rb = w >> 1, half hh = w & 1)
-// keeps, for the whole item, Q of rows 16rb.. over d_qk half hh (64 registers, its last two
-// k-steps in shared memory) and O of the same rows over output columns 256hh.. (128 registers).
+// keeps, for the whole item, Q of rows 16rb.. over its half of d_qk (k-steps 2hh and 2hh + 1 of
+// every four: v2_kstep; 64 registers, its last two k-steps in shared memory) and O of the same
+// rows over output columns 256hh.. (128 registers). The K/V stages hold unpadded, swizzled rows
+// (v2_chunk).
 // Q comes in, and the fp32 partial goes out, through the K/V stages as whole rows (16-byte
 // copies), not fragment by fragment (PERF.md, session 16). Per tile:
-//  1. S partial: rows 16rb.. x all 32 keys over d_qk half hh (18 k-steps);
+//  1. S partial: rows 16rb.. x all 32 keys over the warp's half of d_qk (18 k-steps);
 //  2. the two warps of a row block swap their partials through shared memory (a named barrier
 //     of the 64 threads, not the block's) and add them: both now hold the same full scores;
 //  3. mask and online softmax in registers: both warps compute the same P, which never leaves
@@ -40,14 +42,35 @@ static_assert(kRowsPerTile == 64 && kKeysPerTile == 32 && kStages == 2 && kParti
 constexpr int kV2HalfDims = kDqk / 2;  // 288 = 18 k-steps of 16
 constexpr int kV2KSteps = kV2HalfDims / 16;
 // Where group B issues the next tile's copies (eighteen 16 B chunks per thread): six after each
-// of these S k-steps (issued at once they stall the warps: PERF.md, session 2).
+// of these S k-steps, all even (issued at once they stall the warps: PERF.md, session 2).
 constexpr int kV2CopyStep0 = 0, kV2CopyStep1 = 6, kV2CopyStep2 = 12;
-static_assert(kV2HalfDims % 16 == 0 && kV2CopyStep2 < kV2KSteps, "v2 tile arithmetic");
+static_assert(kV2HalfDims % 16 == 0 && kV2CopyStep2 < kV2KSteps && kV2CopyStep0 % 2 == 0 && kV2CopyStep1 % 2 == 0 &&
+                  kV2CopyStep2 % 2 == 0,
+              "v2 tile arithmetic");
 
 // The 64 threads of row block rb (warps 2rb and 2rb + 1) meet; ids 1-4 (0 is __syncthreads).
 __device__ __forceinline__ void row_block_barrier(int rb) {
   asm volatile("bar.sync %0, 64;\n" ::"r"(1 + rb) : "memory");
 }
+
+// Where the 16-byte chunk c (0-71) of row `row` of the K/V stages (or of Q, which comes in
+// through them) sits within that row: in the same 128 B line, its low three bits crossed with
+// the row's. A row is nine whole lines (kSmemStride, no padding), so the eight chunks a quarter
+// warp copies fill one line, one shared-memory wavefront; padded 1168 B rows cost the copies
+// 10.5 wavefronts an instruction against 4 (ncu, PERF.md session 12). The eight rows an
+// ldmatrix reads (consecutive, one chunk) still land on eight distinct bank groups.
+__device__ __forceinline__ int v2_chunk(int row, int c) { return c ^ (row & 7); }
+// The global d_qk k-step (16 dims) of warp-local S k-step ks of half hh: two of every four, so
+// that the chunks a thread reads for a k-step are one of two swizzled offsets plus a constant.
+__host__ __device__ constexpr int v2_kstep(int hh, int ks) { return 4 * (ks >> 1) + 2 * hh + (ks & 1); }
+// Q k-step ks's slot in a thread's registers, or -1: k-steps 15 and 17, the second of the last
+// two lines, stay in shared memory (s_qlast). One of each line's two, so that no S step needs
+// more than one k-step's four registers beyond those it holds.
+__host__ __device__ constexpr int v2_qslot(int ks) {
+  return ks == kV2KSteps - 3 || ks == kV2KSteps - 1 ? -1 : ks < kV2KSteps - 3 ? ks : ks - 1;
+}
+static_assert(kSmemStride * 2 % 128 == 0 && v2_kstep(1, kV2KSteps - 1) == kDqk / 16 - 1 && kV2KSteps % 2 == 0,
+              "v2's K/V rows are whole 128 B lines; the two halves' k-steps cover d_qk");
 
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
   tl_partial(0);  // timing probe builds only (timeline.cuh)
@@ -58,7 +81,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);             // [kStages][kKeysPerTile][kSmemStride]
   float4* s_xf = reinterpret_cast<float4*>(smem_raw + kSmemKv);       // [warp][n-tile][lane]: S partials
   // The last two of each thread's 18 Q k-steps (4 registers each), read back once per tile.
-  uint4* s_qlast = reinterpret_cast<uint4*>(smem_raw + kSmemKv + kSmemExchange);  // [k-step 16, 17][thread]
+  uint4* s_qlast = reinterpret_cast<uint4*>(smem_raw + kSmemKv + kSmemExchange);  // [k-step 15, 17][thread]
   __shared__ const uint16_t* s_src[3][kKeysPerTile];                  // row sources, two tiles ahead
   __shared__ int s_bad;
   __shared__ int s_rowdraft[kRowsPerTile];  // each tile row's draft, -1 past the request's rows
@@ -130,7 +153,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
 
     // Q of the item's 64 rows through the K/V stages, free until tile 0's copies: whole rows in
     // 16-byte copies (rows past the request's: zeros), in flight with the index loads below, then
-    // ldmatrix into the mma layout, k-steps 0-15 to registers and 16-17 to s_qlast. Loading the
+    // ldmatrix into the mma layout, k-steps 15 and 17 to s_qlast (v2_qslot), the rest to registers. Loading the
     // fragments with __ldg (four bytes a lane, eight rows an instruction) cost up to 3.6 us an
     // item on the H200; with 17 k-steps in registers ptxas spills one register in the tile loop
     // (PERF.md, session 16).
@@ -140,9 +163,10 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       const int qrow = threadIdx.x >> 2;
       const bool ok = rt * kRowsPerTile + qrow < rows_b;
       const uint16_t* qsrc = ok ? a.q + (row0 + qrow) * kDqk + (threadIdx.x & 3) * 8 : a.q;
-      uint16_t* qdst = s_kv + qrow * kSmemStride + (threadIdx.x & 3) * 8;
+      uint16_t* qdst = s_kv + qrow * kSmemStride;
 #pragma unroll
-      for (int i = 0; i < kDqk / 32; ++i) cp_async_16(qdst + 32 * i, ok ? qsrc + 32 * i : qsrc, ok);
+      for (int i = 0; i < kDqk / 32; ++i)
+        cp_async_16(qdst + 8 * v2_chunk(qrow, (threadIdx.x & 3) + 4 * i), ok ? qsrc + 32 * i : qsrc, ok);
       cp_async_commit();
     }
     if (threadIdx.x == 0) s_bad = 0;
@@ -155,18 +179,19 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     }
     cp_async_wait<0>();
     __syncthreads();  // Q is in the stages; the row sources of tiles 0 and 1 are set
-    uint32_t qf[kV2KSteps - 2][4];
+    uint32_t qf[kV2KSteps - 2][4];  // k-step ks at qf[v2_qslot(ks)]
 #pragma unroll
     for (int ks = 0; ks < kV2KSteps; ++ks) {
       uint32_t f[4];
-      ldmatrix_x4(f, s_kv + (16 * rb + (lane & 15)) * kSmemStride + hh * kV2HalfDims + ks * 16 + (lane >> 4) * 8);
-      if (ks < kV2KSteps - 2) {
-        qf[ks][0] = f[0];
-        qf[ks][1] = f[1];
-        qf[ks][2] = f[2];
-        qf[ks][3] = f[3];
+      const int qr = 16 * rb + (lane & 15);
+      ldmatrix_x4(f, s_kv + qr * kSmemStride + 8 * v2_chunk(qr, 2 * v2_kstep(hh, ks) + (lane >> 4)));
+      if (v2_qslot(ks) >= 0) {
+        qf[v2_qslot(ks)][0] = f[0];
+        qf[v2_qslot(ks)][1] = f[1];
+        qf[v2_qslot(ks)][2] = f[2];
+        qf[v2_qslot(ks)][3] = f[3];
       } else {
-        s_qlast[(ks - (kV2KSteps - 2)) * kPartialThreads + threadIdx.x] = make_uint4(f[0], f[1], f[2], f[3]);  // this thread's
+        s_qlast[(ks == kV2KSteps - 1) * kPartialThreads + threadIdx.x] = make_uint4(f[0], f[1], f[2], f[3]);  // this thread's
       }
     }
     __syncthreads();  // every warp has its Q before tile 0's copies take the stages
@@ -186,7 +211,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       const bool read = src != nullptr;
       // Unread rows (zero fill) still name a mapped address: the start of the pool.
       const uint16_t* from = (read ? src : a.kv_pool) + ch0 * 8;
-      copy_row_chunks(dst + row * kSmemStride + ch0 * 8, from, read, i0, i1);
+      copy_row_chunks(dst + row * kSmemStride + v2_chunk(row, ch0) * 8, from, read, i0, i1);  // chunk i: next line
     };
     auto issue_part = [&](int j, int i0, int i1) { copy_row(j, threadIdx.x >> 3, threadIdx.x & 7, i0, i1); };
     static_assert(kPartialThreads == 8 * kKeysPerTile && kDqk == 576, "issue_part: 8 threads x 9 chunks per KV row");
@@ -205,20 +230,29 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // B issues every copy after the prologue: A never writes a stage that B may still read.
     const bool grp_b = warp >= 4;
     bool pend = false;  // B: P.V of tile it - 1 still to do (with P in registers)
+    // The swizzled chunk positions of this thread's ldmatrix rows (row & 7 == mrow), both equal
+    // to v2_chunk: V chunk 32hh + 8 line + 2j + (mat >> 1) is at line 4hh + line, position
+    // vsw ^ 2j; K chunk 4hh + mat of line q (k-steps 2q, 2q + 1) at position ksw.
+    const int vsw8 = 8 * ((mat >> 1) ^ mrow), ksw = (4 * hh + mat) ^ mrow;
     uint32_t pa[2][4];  // P as the A operand of P.V: k-step kk = keys 16kk..
     // P.V of one tile: O += P V over rows 16rb.., columns 256hh.. (O already rescaled).
     auto pv_mma = [&](const uint16_t* kvt) {
       if (active) {
+        // Position j of every line first: one swizzled offset live at a time (four at once spilled).
 #pragma unroll
-        for (int kk = 0; kk < 2; ++kk)
+        for (int j = 0; j < 4; ++j) {
+          const uint16_t* vj = kvt + ((mat & 1) * 8 + mrow) * kSmemStride + 64 * 4 * hh + (vsw8 ^ (16 * j));
 #pragma unroll
-          for (int np = 0; np < 16; ++np) {
-            uint32_t bv[4];
-            ldmatrix_x4_trans(bv, kvt + (kk * 16 + (mat & 1) * 8 + mrow) * kSmemStride + hh * 256 + np * 16 +
-                                      (mat >> 1) * 8);
-            mma_bf16_16816(o[2 * np], pa[kk], bv[0], bv[1]);
-            mma_bf16_16816(o[2 * np + 1], pa[kk], bv[2], bv[3]);
-          }
+          for (int kk = 0; kk < 2; ++kk)
+#pragma unroll
+            for (int line = 0; line < 4; ++line) {
+              const int np = 4 * line + j;  // columns 256hh + 16np..
+              uint32_t bv[4];
+              ldmatrix_x4_trans(bv, vj + kk * 16 * kSmemStride + 64 * line);
+              mma_bf16_16816(o[2 * np], pa[kk], bv[0], bv[1]);
+              mma_bf16_16816(o[2 * np + 1], pa[kk], bv[2], bv[3]);
+            }
+        }
       }
     };
     // The rare path, for a tile whose V holds NaN/Inf in a row some row of the tile sees: P in
@@ -244,10 +278,10 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         for (int k = 0; k < kKeysPerTile; ++k) {
           const float p = bf16_lo(s_prb[(g + 8 * i) * kPStride + k]);
           if (p == 0.f) continue;
-          const uint16_t* vrow = kvt + k * kSmemStride + hh * 256 + 2 * t4;
+          const uint16_t* vrow = kvt + k * kSmemStride + 2 * t4;
 #pragma unroll
           for (int n = 0; n < 32; ++n) {
-            const uint32_t vv = *reinterpret_cast<const uint32_t*>(vrow + n * 8);
+            const uint32_t vv = *reinterpret_cast<const uint32_t*>(vrow + 8 * v2_chunk(k, 32 * hh + n));
             o[n][2 * i] += p * bf16_lo(vv);
             o[n][2 * i + 1] += p * bf16_hi(vv);
           }
@@ -278,7 +312,6 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       else
         cp_async_wait<0>();
       __syncthreads();  // tile `it` is in; A is past P.V(it - 1), B past S(it - 1)
-      if (it == 0) tl_item(item, 2);
       const uint16_t* kv = s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
       const uint16_t* kv_prev = s_kv + ((it + 1) % kStages) * kKeysPerTile * kSmemStride;
       const int tile_k0 = kbeg + it * kKeysPerTile;
@@ -289,6 +322,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       // A draft seen by row i but masked for row i' must not reach i' as 0 * NaN in P.V.
       bool vnf = false;
       if (kGuardNonfiniteV && has_drafts) {
+        // Chunks 0-63 of a row are V's (the swizzle keeps chunks within their 128 B line).
         for (int c = threadIdx.x; c < kKeysPerTile * (kDv / 8); c += kPartialThreads) {
           const int row = c / (kDv / 8), ch = c % (kDv / 8);
           const uint4 v = *reinterpret_cast<const uint4*>(kv + row * kSmemStride + ch * 8);
@@ -305,31 +339,32 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       if (load_next) asm volatile("bar.sync 5, 128;\n" ::: "memory");
 
       if (tile) {
-        // ---- phase 1: S partial of rows 16rb.. x 32 keys over d_qk half hh ----
+        // ---- phase 1: S partial of rows 16rb.. x 32 keys over the warp's half of d_qk ----
         float s[4][4];  // n-tile n: keys 8n.. of the tile
 #pragma unroll
         for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
         if (active) {
+          // Line q of each K row holds this warp's k-steps 2q and 2q + 1 (four chunks): one
+          // ldmatrix per 8 keys reads both, at one swizzled offset per thread (ksw).
 #pragma unroll
-          for (int ks = 0; ks < kV2KSteps; ++ks) {
+          for (int q = 0; q < kV2KSteps / 2; ++q) {
 #pragma unroll
-            for (int kh = 0; kh < 2; ++kh) {
-              uint32_t bk[4];
-              ldmatrix_x4(bk, kv + (kh * 16 + (mat >> 1) * 8 + mrow) * kSmemStride + hh * kV2HalfDims + ks * 16 +
-                                  (mat & 1) * 8);
-              if (ks < kV2KSteps - 2) {
-                mma_bf16_16816(s[2 * kh], qf[ks], bk[0], bk[1]);
-                mma_bf16_16816(s[2 * kh + 1], qf[ks], bk[2], bk[3]);
-              } else {
-                const uint4 f = s_qlast[(ks - (kV2KSteps - 2)) * kPartialThreads + threadIdx.x];
+            for (int n = 0; n < 4; ++n) {
+              uint32_t bk[4];  // k-step 2q: bk[0..1]; 2q + 1: bk[2..3]
+              ldmatrix_x4(bk, kv + (8 * n + mrow) * kSmemStride + 64 * q + 8 * ksw);
+              if (v2_qslot(2 * q + 1) >= 0) {
+                mma_bf16_16816(s[n], qf[v2_qslot(2 * q)], bk[0], bk[1]);
+                mma_bf16_16816(s[n], qf[v2_qslot(2 * q + 1)], bk[2], bk[3]);
+              } else {  // the line's second k-step from shared memory: 4 registers at a time, as before
+                const uint4 f = s_qlast[(2 * q + 1 == kV2KSteps - 1) * kPartialThreads + threadIdx.x];
                 const uint32_t ql[4] = {f.x, f.y, f.z, f.w};
-                mma_bf16_16816(s[2 * kh], ql, bk[0], bk[1]);
-                mma_bf16_16816(s[2 * kh + 1], ql, bk[2], bk[3]);
+                mma_bf16_16816(s[n], qf[v2_qslot(2 * q)], bk[0], bk[1]);
+                mma_bf16_16816(s[n], ql, bk[2], bk[3]);
               }
             }
-            if (ks == kV2CopyStep0 && load_next) issue_b(it + 1, 0, 3);
-            if (ks == kV2CopyStep1 && load_next) issue_b(it + 1, 3, 6);
-            if (ks == kV2CopyStep2 && load_next) issue_b(it + 1, 6, 9);
+            if (2 * q == kV2CopyStep0 && load_next) issue_b(it + 1, 0, 3);
+            if (2 * q == kV2CopyStep1 && load_next) issue_b(it + 1, 3, 6);
+            if (2 * q == kV2CopyStep2 && load_next) issue_b(it + 1, 6, 9);
           }
         } else if (load_next) {
           issue_b(it + 1, 0, 9);
@@ -424,6 +459,15 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       if (warp == 0 && it + 2 < ntiles)
         s_src[(it + 2) % 3][lane] = resolve_key(a, s_r, s_qo_base, next_k, kend, next_slot, s_td, bad);
     };
+#ifdef VATTN_TIMELINE
+    // The probe's "tile 0 in" stamp, after the same wait and barrier as the first step's (which
+    // then pass at once): taken inside the step, it made ptxas spill on sm_90a (session 20).
+    if (ntiles > 0) {
+      cp_async_wait<1>();
+      __syncthreads();
+    }
+    tl_item(item, 2);
+#endif
     {
       const int plain_end = min(s_r.prefix, kend) - kbeg;
       const int n_plain = plain_end > 0 ? min(ntiles, plain_end / kKeysPerTile) : 0;
