@@ -88,6 +88,8 @@ struct RequestPlan {
   int32_t work_begin;    // first work item (row tile x split)
   int32_t partial_begin; // first partial slot (row tile x split); unused when splits == 1
   int32_t reduce_begin;  // first reduce item (row tile); none when splits == 1
+  int32_t rotate;        // local work item i is number (i + rotate) mod (row_tiles x splits) of the
+                         // split-major order; 0 but in split-v2's packed plans (split_pack.h)
 };
 
 struct WorkspaceHeader {

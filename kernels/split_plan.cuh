@@ -5,6 +5,7 @@
 #pragma once
 
 #include "pdl.cuh"
+#include "split_pack.h"
 #include "timeline.cuh"
 #include "split_params.h"
 
@@ -97,6 +98,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
   // Pass 1: each request's split count and chunk, and this lane's totals; pass 2 writes the
   // plans with the scanned first items.
   int work = 0, partial = 0, reduce = 0, max_s = 0;
+  int rotate0 = 0;  // request 0's item rotation (split_pack.h; lane 0 plans request 0 in both passes)
   // A request's work items, partial slots and reduce items; a single split writes the output
   // directly: no partial, no reduce.
   auto count = [&](int row_tiles, int s) {
@@ -125,6 +127,17 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
       if (share < 1) share = 1;
       int per_split = ceil_div(tiles, static_cast<int>(share));
       if (per_split < kMinTilesPerSplit) per_split = kMinTilesPerSplit;
+#if defined(VATTN_SPLIT_V2) && !defined(VATTN_UNSAFE_HOST_GRID)
+      // One request: a finer cut whose short last splits run two to a block on the blocks the
+      // full ones leave (split_pack.h). Not in the unsafe host-grid variant, which runs one item
+      // a block on a grid of the unpacked plan's size and must be right eagerly.
+      if (B == 1) {
+        const split_pack::Choice c =
+            split_pack::choose(tiles, row_tiles, p.grid_partial, ceil_div(tiles, per_split), per_split, p.max_splits);
+        per_split = c.per_split;
+        rotate0 = c.rotate;
+      }
+#endif
       s = ceil_div(tiles, per_split);
       if (s < 1) s = 1;  // keys == 0 cannot happen (T_b >= 1), kept for safety
       chunk = per_split * kKeysPerTile;
@@ -152,6 +165,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
     r.work_begin = work;
     r.partial_begin = partial;
     r.reduce_begin = reduce;
+    r.rotate = b == 0 ? rotate0 : 0;
     count(r.row_tiles, r.splits);
     p.requests[b] = r;
   }

@@ -120,7 +120,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       while (*prefix_word == 77) __nanosleep(1000);
     }
 #endif
-    const int local = item - r.work_begin;
+    // Packed plans (split_pack.h) rotate the request's numbering; the loop stays grid-stride.
+    const int local = split_pack::rotated(item - r.work_begin, r.rotate, r.row_tiles * r.splits);
     const int split = local / r.row_tiles, rt = local % r.row_tiles;
     const int keys = r.prefix + r.drafts;
     const int kbeg = split * r.chunk;
