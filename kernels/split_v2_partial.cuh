@@ -4,7 +4,7 @@
 // every K/V byte streamed from L2, through split-v1's two 32-key stages (one tile in flight
 // while the other is used). Eight warps; warp w = (row block rb = w >> 1, half hh = w & 1)
 // keeps, for the whole item, Q of rows 16rb.. over its half of d_qk (k-steps 2hh and 2hh + 1 of
-// every four: v2_kstep; 64 registers, its last two k-steps in shared memory) and O of the same
+// every four: v2_kstep; 64 registers, two k-steps in shared memory) and O of the same
 // rows over output columns 256hh.. (128 registers). The K/V stages hold unpadded, swizzled rows
 // (v2_chunk).
 // Q comes in, and the fp32 partial goes out, through the K/V stages as whole rows (16-byte
@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   extern __shared__ __align__(16) unsigned char smem_raw[];
   uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);             // [kStages][kKeysPerTile][kSmemStride]
   float4* s_xf = reinterpret_cast<float4*>(smem_raw + kSmemKv);       // [warp][n-tile][lane]: S partials
-  // The last two of each thread's 18 Q k-steps (4 registers each), read back once per tile.
+  // Two of each thread's 18 Q k-steps (15 and 17: v2_qslot; 4 registers each), read back every tile.
   uint4* s_qlast = reinterpret_cast<uint4*>(smem_raw + kSmemKv + kSmemExchange);  // [k-step 15, 17][thread]
   __shared__ const uint16_t* s_src[3][kKeysPerTile];                  // row sources, two tiles ahead
   __shared__ int s_bad;
@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     bool pend = false;  // B: P.V of tile it - 1 still to do (with P in registers)
     // The swizzled chunk positions of this thread's ldmatrix rows (row & 7 == mrow), both equal
     // to v2_chunk: V chunk 32hh + 8 line + 2j + (mat >> 1) is at line 4hh + line, position
-    // vsw ^ 2j; K chunk 4hh + mat of line q (k-steps 2q, 2q + 1) at position ksw.
+    // vsw8 / 8 ^ 2j; K chunk 4hh + mat of line q (k-steps 2q, 2q + 1) at position ksw.
     const int vsw8 = 8 * ((mat >> 1) ^ mrow), ksw = (4 * hh + mat) ^ mrow;
     uint32_t pa[2][4];  // P as the A operand of P.V: k-step kk = keys 16kk..
     // P.V of one tile: O += P V over rows 16rb.., columns 256hh.. (O already rescaled).
