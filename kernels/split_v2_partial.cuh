@@ -69,6 +69,19 @@ __host__ __device__ constexpr int v2_kstep(int hh, int ks) { return 4 * (ks >> 1
 __host__ __device__ constexpr int v2_qslot(int ks) {
   return ks == kV2KSteps - 3 || ks == kV2KSteps - 1 ? -1 : ks < kV2KSteps - 3 ? ks : ks - 1;
 }
+// Lazy rescaling: a row keeps its reference max until a tile's score beats it by more than 2^8
+// (log2 units), so O and the row sum are rescaled on a few tiles of an item instead of on most
+// (with 16 rows a warp, some row's max moves on most of the first tiles). The result is the
+// same: probabilities are exp2(s - m) <= 256 against that reference, bf16 rounding of P is
+// relative, and the LSE is m + log2(l) for whichever m was used (PERF.md, session 21).
+constexpr float kV2LazyRescale = 8.f;
+// exp2 without the denormal-output fix-up that exp2f wraps around MUFU.EX2 (a compare and two
+// multiplies an exponent): a probability below 2^-126 of the row's reference becomes 0.
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
 static_assert(kSmemStride * 2 % 128 == 0 && v2_kstep(1, kV2KSteps - 1) == kDqk / 16 - 1 && kV2KSteps % 2 == 0,
               "v2's K/V rows are whole 128 B lines; the two halves' k-steps cover d_qk");
 
@@ -200,8 +213,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     float o[32][4];
 #pragma unroll
     for (int n = 0; n < 32; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    // Rows g and g + 8: running max (log2 units, the same in both warps of the row block) and
-    // this lane's running sum over its keys.
+    // Rows g and g + 8: reference max (log2 units, the same in both warps of the row block; lazy:
+    // kV2LazyRescale) and this lane's running sum over its keys.
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 
     // Chunks [i0, i1) of this thread's nine in row `row` of tile j (8 threads per KV row, 16 B
@@ -418,19 +431,19 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
                            fmaxf(fmaxf(s[2][2 * i], s[2][2 * i + 1]), fmaxf(s[3][2 * i], s[3][2 * i + 1])));
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          const float m_new = fmaxf(m_run[i], mx);
+          const float m_new = mx > m_run[i] + kV2LazyRescale ? mx : m_run[i];  // NaN mx: keeps m_run, as fmaxf did
           const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: avoid -inf - -inf
 #ifdef VATTN_PLANT_SKIP_RESCALE
           corr[i] = 1.f;  // Planted bug: the running max moves but old terms are not rescaled.
 #else
-          corr[i] = exp2f(m_run[i] - m_use);
+          corr[i] = ex2_ftz(m_run[i] - m_use);
 #endif
           m_run[i] = m_new;
           float pe[4][2];
 #pragma unroll
           for (int n = 0; n < 4; ++n) {
-            pe[n][0] = exp2f(s[n][2 * i] - m_use);
-            pe[n][1] = exp2f(s[n][2 * i + 1] - m_use);
+            pe[n][0] = ex2_ftz(s[n][2 * i] - m_use);
+            pe[n][1] = ex2_ftz(s[n][2 * i + 1] - m_use);
           }
           l_run[i] = l_run[i] * corr[i] + (((pe[0][0] + pe[0][1]) + (pe[1][0] + pe[1][1])) +
                                            ((pe[2][0] + pe[2][1]) + (pe[3][0] + pe[3][1])));
