@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The sm_80-class instructions the kernel is built from: mma.sync (bf16 m16n8k16, fp32
-// accumulate), ldmatrix, cp.async. Nothing newer (no wgmma, no TMA, no tcgen05), so the same
-// code runs on sm_120 (RTX PRO 6000) and sm_90 (H200, where the tests run).
+// accumulate), ldmatrix, cp.async, and the conversions and ex2 around them. Nothing newer (no
+// wgmma, no TMA, no tcgen05), so the same code runs on sm_120 (RTX PRO 6000) and sm_90 (H200,
+// where the tests run).
 #pragma once
 
 #include <cstdint>
@@ -64,6 +65,15 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
+}
+
+// 2^x without the fix-up for denormal results that exp2f wraps around MUFU.EX2 (a compare and
+// two multiplies an exponent): a result below 2^-126 becomes 0. split-v2's softmax (PERF.md,
+// session 21).
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 }
 
 __device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v << 16); }

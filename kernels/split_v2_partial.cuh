@@ -75,13 +75,6 @@ __host__ __device__ constexpr int v2_qslot(int ks) {
 // same: probabilities are exp2(s - m) <= 256 against that reference, bf16 rounding of P is
 // relative, and the LSE is m + log2(l) for whichever m was used (PERF.md, session 21).
 constexpr float kV2LazyRescale = 8.f;
-// exp2 without the denormal-output fix-up that exp2f wraps around MUFU.EX2 (a compare and two
-// multiplies an exponent): a probability below 2^-126 of the row's reference becomes 0.
-__device__ __forceinline__ float ex2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 static_assert(kSmemStride * 2 % 128 == 0 && v2_kstep(1, kV2KSteps - 1) == kDqk / 16 - 1 && kV2KSteps % 2 == 0,
               "v2's K/V rows are whole 128 B lines; the two halves' k-steps cover d_qk");
 
