@@ -7,8 +7,9 @@
 // every four: v2_kstep; 64 registers, two k-steps in shared memory) and O of the same
 // rows over output columns 256hh.. (128 registers). The K/V stages hold unpadded, swizzled rows
 // (v2_chunk).
-// Q comes in, and the fp32 partial goes out, through the K/V stages as whole rows (16-byte
-// copies), not fragment by fragment (PERF.md, session 16). Per tile:
+// Q comes in through the K/V stages as whole rows (16-byte copies), not fragment by fragment
+// (PERF.md, session 16). The fp32 partial goes out in two parts: group A's rows straight from
+// their fragments while group B runs its last P.V, then B's through the stages (session 23). Per tile:
 //  1. S partial: rows 16rb.. x all 32 keys over the warp's half of d_qk (18 k-steps);
 //  2. the two warps of a row block swap their partials through shared memory (a named barrier
 //     of the 64 threads, not the block's) and add them: both now hold the same full scores;
@@ -482,8 +483,24 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     }
 
     tl_item(item, 3);
+    // Group A (row blocks 0-1) leaves the loop a P.V ahead of group B: the last interval runs
+    // only B's P.V of the last tile. So on a split item A finalizes and stores its 32 rows while B
+    // still multiplies, and B then stores its own 32 rows in one pass through the K/V stages
+    // (the two halves of all 64 rows through the stages after a block barrier, as before, made
+    // decode calls 2% slower and verify calls 0.35%: PERF.md, session 23). Warp 0, which
+    // resolved every row source, first tells both groups of a bad index: A at A's barrier, B at
+    // barrier 7, which A's arrivals and B's waits complete once B's P.V is done.
+    if (warp == 0 && bad) s_bad = 1;
+    const bool direct = s_r.splits == 1;
+    if (!direct) {
+      if (!grp_b) {
+        asm volatile("bar.sync 6, 128;\n" ::: "memory");   // A: warp 0's s_bad is visible
+        asm volatile("bar.arrive 7, 256;\n" ::: "memory");  // and B may read it after its P.V
+      } else {
+        asm volatile("bar.sync 7, 256;\n" ::: "memory");
+      }
+    }
     // ---- finalize: each row's sum over its quad, 1/l and the LSE, in registers ----
-    if (bad) atomicOr(&s_bad, 1);
     float inv[2], lse_nat[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -497,11 +514,10 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       inv[i] = lt == 0.f ? 0.f : 1.f / lt;
       lse_nat[i] = lse2 * 0.6931471805599453f;
     }
-    __syncthreads();
+    if (direct) __syncthreads();  // s_bad; B's last P.V is done
     const bool poisoned = s_bad != 0;
     if (poisoned && threadIdx.x == 0) atomicOr(&p.header->error, VATTN_DEVERR_KV_INDEX);
     // Re-read from shared memory: holding them through the tile loop would cost registers.
-    const bool direct = s_r.splits == 1;
     const int rt_end = s_rt, rows_end = s_r.drafts * H;
     const int64_t row0_end = static_cast<int64_t>(s_qo_base) * H + static_cast<int64_t>(rt_end) * kRowsPerTile;
     const int64_t slot = static_cast<int64_t>(s_r.partial_begin) + static_cast<int64_t>(rt_end) * s_r.splits + s_split;
@@ -517,43 +533,49 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         if (hh == 0 && t4 == 0) a.lse[row0_end + tr] = poisoned ? NAN : lse_nat[i];
       }
     } else {
-      // The fp32 partial (64 rows x 512) through the K/V stages, free now, in two halves of 256
-      // columns: each warp's fragments into a row-major tile, then whole rows out in 16-byte
-      // stores (the fragments stored directly are eight bytes a lane, eight rows an instruction;
-      // PERF.md, session 16).
-      constexpr int kOStride = 256 + 8;  // floats a staged row: the fragment stores are conflict-free
-      static_assert(sizeof(float) * kRowsPerTile * kOStride <= kSmemKv, "a staged half fits the K/V stages");
-      float* s_o = reinterpret_cast<float*>(smem_raw);
       float* dst0 = p.partial_out + slot * kRowsPerTile * kDv;
       // Only the rows the request has go out: the reduce reads no other. A decode item (T = 1,
       // H = 8) has 8 of its 64 rows, and writing all 64 would move eight times the bytes.
       const int live_rows = min(kRowsPerTile, rows_end - rt_end * kRowsPerTile);
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        if (hh == half) {
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const float f = poisoned ? NAN : inv[i];
-            float* row = s_o + (16 * rb + g + 8 * i) * kOStride + 2 * t4;
-#pragma unroll
-            for (int n = 0; n < 32; ++n) {
+      auto partial_value = [&](float x, float y, float f) {
 #ifdef VATTN_PLANT_BF16_PARTIALS
-              const uint32_t v = pack_bf16x2(o[n][2 * i] * f, o[n][2 * i + 1] * f);  // Planted bug: see split_partial.cuh
-              *reinterpret_cast<float2*>(row + 8 * n) = make_float2(bf16_lo(v), bf16_hi(v));
+        const uint32_t v = pack_bf16x2(x * f, y * f);  // Planted bug: see split_partial.cuh
+        return make_float2(bf16_lo(v), bf16_hi(v));
 #else
-              *reinterpret_cast<float2*>(row + 8 * n) = make_float2(o[n][2 * i] * f, o[n][2 * i + 1] * f);
+        return make_float2(x * f, y * f);
 #endif
-            }
-          }
+      };
+      if (!grp_b) {
+        // A, during B's last P.V: straight from the fragments (each row's four lanes write 32 B).
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int tr = 16 * rb + g + 8 * i;
+          if (tr >= live_rows) continue;
+          const float f = poisoned ? NAN : inv[i];
+          float* row = dst0 + tr * kDv + hh * 256 + 2 * t4;
+#pragma unroll
+          for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
         }
-        __syncthreads();
+      } else {
+        // B, after its last P.V: its 32 rows x 512 through the K/V stages (free: no copy is in
+        // flight, and A reads no stage), then whole rows out in 16-byte stores by B's 128 threads.
+        constexpr int kOStride = kDv + 8;  // floats a staged row: the fragment stores are conflict-free
+        static_assert(sizeof(float) * 32 * kOStride <= kSmemKv, "B's staged rows fit the K/V stages");
+        float* s_o = reinterpret_cast<float*>(smem_raw);
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const float f = poisoned ? NAN : inv[i];
+          float* row = s_o + (16 * (rb - 2) + g + 8 * i) * kOStride + hh * 256 + 2 * t4;
+#pragma unroll
+          for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
+        }
+        asm volatile("bar.sync 5, 128;\n" ::: "memory");
+        static_assert(kDv / 4 == 128, "B's 128 threads: one float4 column of its rows each");
+        const int c4 = threadIdx.x - 128;
+        const int b_rows = live_rows - 32;  // rows 32.. of the tile
 #pragma unroll 4
-        for (int j = threadIdx.x; j < live_rows * 64; j += kPartialThreads) {
-          const int row = j >> 6, c4 = j & 63;  // 64 float4 a half row
-          *reinterpret_cast<float4*>(dst0 + row * kDv + half * 256 + 4 * c4) =
-              *reinterpret_cast<const float4*>(s_o + row * kOStride + 4 * c4);
-        }
-        __syncthreads();
+        for (int row = 0; row < b_rows; ++row)
+          *reinterpret_cast<float4*>(dst0 + (32 + row) * kDv + 4 * c4) = *reinterpret_cast<const float4*>(s_o + row * kOStride + 4 * c4);
       }
 #pragma unroll
       for (int i = 0; i < 2; ++i)
