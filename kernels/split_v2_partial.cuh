@@ -556,9 +556,11 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
 #pragma unroll
           for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
         }
-      } else {
+      } else if (live_rows > 32) {
         // B, after its last P.V: its 32 rows x 512 through the K/V stages (free: no copy is in
         // flight, and A reads no stage), then whole rows out in 16-byte stores by B's 128 threads.
+        // Not when the request has none of them (decode, T = 1: 8 rows of 64): staging rows
+        // nobody reads made B=1 decode calls 3-5% slower (PERF.md, session 23).
         constexpr int kOStride = kDv + 8;  // floats a staged row: the fragment stores are conflict-free
         static_assert(sizeof(float) * 32 * kOStride <= kSmemKv, "B's staged rows fit the K/V stages");
         float* s_o = reinterpret_cast<float*>(smem_raw);
@@ -572,7 +574,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         asm volatile("bar.sync 5, 128;\n" ::: "memory");
         static_assert(kDv / 4 == 128, "B's 128 threads: one float4 column of its rows each");
         const int c4 = threadIdx.x - 128;
-        const int b_rows = live_rows - 32;  // rows 32.. of the tile
+        const int b_rows = live_rows - 32;  // rows 32.. of the tile, >= 1
 #pragma unroll 4
         for (int row = 0; row < b_rows; ++row)
           *reinterpret_cast<float4*>(dst0 + (32 + row) * kDv + 4 * c4) = *reinterpret_cast<const float4*>(s_o + row * kOStride + 4 * c4);
