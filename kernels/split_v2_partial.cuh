@@ -9,7 +9,8 @@
 // (v2_chunk).
 // Q comes in through the K/V stages as whole rows (16-byte copies), not fragment by fragment
 // (PERF.md, session 16). The fp32 partial goes out in two parts: group A's rows straight from
-// their fragments while group B runs its last P.V, then B's through the stages (session 23). Per tile:
+// their fragments while group B runs its last P.V, then B's through the stages (session 23).
+// Per tile:
 //  1. S partial: rows 16rb.. x all 32 keys over the warp's half of d_qk (18 k-steps);
 //  2. the two warps of a row block swap their partials through shared memory (a named barrier
 //     of the 64 threads, not the block's) and add them: both now hold the same full scores;
@@ -49,9 +50,20 @@ static_assert(kV2HalfDims % 16 == 0 && kV2CopyStep2 < kV2KSteps && kV2CopyStep0 
                   kV2CopyStep2 % 2 == 0,
               "v2 tile arithmetic");
 
-// The 64 threads of row block rb (warps 2rb and 2rb + 1) meet; ids 1-4 (0 is __syncthreads).
+// The block's named barriers (0 is __syncthreads): 1-4, the 64 threads of row block rb (warps 2rb
+// and 2rb + 1); 5, group B's 128 threads; 6, group A's; 7, A's arrival and B's wait after the
+// tile loop.
 __device__ __forceinline__ void row_block_barrier(int rb) {
   asm volatile("bar.sync %0, 64;\n" ::"r"(1 + rb) : "memory");
+}
+constexpr int kBarGroupB = 5, kBarGroupA = 6, kBarAToB = 7;
+template <int Id, int Threads>
+__device__ __forceinline__ void named_barrier_sync() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(Id), "n"(Threads) : "memory");
+}
+template <int Id, int Threads>
+__device__ __forceinline__ void named_barrier_arrive() {
+  asm volatile("bar.arrive %0, %1;\n" ::"n"(Id), "n"(Threads) : "memory");
 }
 
 // Where the 16-byte chunk c (0-71) of row `row` of the K/V stages (or of Q, which comes in
@@ -344,7 +356,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       if (pend) pv_mma(kv_prev);  // B: the previous tile's P.V
       const bool load_next = grp_b && it >= 1 && it + 1 < ntiles;
       // Every B warp is past P.V(it - 1) before any of them copies over that stage.
-      if (load_next) asm volatile("bar.sync 5, 128;\n" ::: "memory");
+      if (load_next) named_barrier_sync<kBarGroupB, 128>();
 
       if (tile) {
         // ---- phase 1: S partial of rows 16rb.. x 32 keys over the warp's half of d_qk ----
@@ -489,15 +501,15 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // (the two halves of all 64 rows through the stages after a block barrier, as before, made
     // decode calls 2% slower and verify calls 0.35%: PERF.md, session 23). Warp 0, which
     // resolved every row source, first tells both groups of a bad index: A at A's barrier, B at
-    // barrier 7, which A's arrivals and B's waits complete once B's P.V is done.
+    // kBarAToB, which completes once A has arrived and B, past its P.V, waits there.
     if (warp == 0 && bad) s_bad = 1;
     const bool direct = s_r.splits == 1;
     if (!direct) {
       if (!grp_b) {
-        asm volatile("bar.sync 6, 128;\n" ::: "memory");   // A: warp 0's s_bad is visible
-        asm volatile("bar.arrive 7, 256;\n" ::: "memory");  // and B may read it after its P.V
+        named_barrier_sync<kBarGroupA, 128>();   // A: warp 0's s_bad is visible
+        named_barrier_arrive<kBarAToB, 256>();  // and B may read it after its P.V
       } else {
-        asm volatile("bar.sync 7, 256;\n" ::: "memory");
+        named_barrier_sync<kBarAToB, 256>();
       }
     }
     // ---- finalize: each row's sum over its quad, 1/l and the LSE, in registers ----
@@ -571,7 +583,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
 #pragma unroll
           for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
         }
-        asm volatile("bar.sync 5, 128;\n" ::: "memory");
+        named_barrier_sync<kBarGroupB, 128>();
         static_assert(kDv / 4 == 128, "B's 128 threads: one float4 column of its rows each");
         const int c4 = threadIdx.x - 128;
         const int b_rows = live_rows - 32;  // rows 32.. of the tile, >= 1
