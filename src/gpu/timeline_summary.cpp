@@ -35,7 +35,7 @@ std::string where(size_t call, int block) {
 TimelineSummary summarize_timeline(const std::vector<vattn_timeline>& calls, int partial_blocks) {
   if (calls.empty()) throw std::runtime_error("timeline: no call to summarize");
   const int blocks = std::min(partial_blocks, VATTN_TL_BLOCKS);
-  std::vector<double> samples[2][kPhases], rates, past_wait, done, r_wait, r_done;
+  std::vector<double> samples[2][kPhases], rates, past_wait, done, r_wait, r_done, r_entry, r_after;
   TimelineSummary sum;
   for (size_t c = 0; c < calls.size(); ++c) {
     const vattn_timeline& t = calls[c];
@@ -82,8 +82,10 @@ TimelineSummary summarize_timeline(const std::vector<vattn_timeline>& calls, int
     }
     for (int k = 0; k < VATTN_TL_REDUCE_BLOCKS; ++k) {
       const uint64_t* r = t.reduce_ns + static_cast<size_t>(k) * VATTN_TL_REDUCE_SLOTS;
+      if (r[0] != 0) r_entry.push_back(since_plan(r[0]));
       if (r[1] != 0) rwait_c = std::max(rwait_c, since_plan(r[1]));
       if (r[2] != 0) rdone_c = std::max(rdone_c, since_plan(r[2]));
+      if (r[1] != 0 && r[2] >= r[1]) r_after.push_back(static_cast<double>(r[2] - r[1]) * 1e-3);
     }
     past_wait.push_back(wait_c);
     done.push_back(done_c);
@@ -97,6 +99,8 @@ TimelineSummary summarize_timeline(const std::vector<vattn_timeline>& calls, int
   sum.partial_done = median_of(done);
   sum.reduce_past_wait = median_of(r_wait);
   sum.reduce_done = median_of(r_done);
+  sum.reduce_entry = stats_of(std::move(r_entry));
+  sum.reduce_after_wait = stats_of(std::move(r_after));
   for (int p = 0; p < kPhases; ++p)
     sum.phases.push_back({kPhaseNames[p], stats_of(samples[0][p]), stats_of(samples[1][p])});
   return sum;
@@ -136,6 +140,13 @@ std::string timeline_table(const TimelineSummary& s) {
   std::snprintf(line, sizeof line, "  blocks with an item: %d; with a later item: %d (per call)\n", s.blocks_with_items,
                 s.blocks_with_later_items);
   os << line;
+  if (s.reduce_entry.samples > 0 || s.reduce_after_wait.samples > 0) {
+    os << "reduce blocks, us (median [min .. max] over blocks and calls; %globaltimer):\n";
+    std::snprintf(line, sizeof line, "  %-44s %s\n", "begins (us after the plan kernel's entry)", cell(s.reduce_entry).c_str());
+    os << line;
+    std::snprintf(line, sizeof line, "  %-44s %s\n", "past its wait to done", cell(s.reduce_after_wait).c_str());
+    os << line;
+  }
   return os.str();
 }
 

@@ -33,6 +33,10 @@ struct TimelineSummary {
   // us from the plan kernel's entry, the largest over blocks (one call), or the median over
   // calls after merge_timeline_rounds.
   double partial_past_wait = 0, partial_done = 0, reduce_past_wait = 0, reduce_done = 0;
+  // Reduce blocks, pooled over blocks and calls (%globaltimer, so 0.26 us ticks on the H200):
+  // when each began (us after the plan kernel's entry; a block begins once its SM is free of
+  // partial blocks) and how long it ran past its wait.
+  TimelineStats reduce_entry, reduce_after_wait;
   std::vector<TimelinePhase> phases;
 };
 

@@ -47,6 +47,8 @@ TEST_CASE("timeline summary: phases from each block's clock, milestones from the
   // Block 2 ran but had no item (past its wait, no item stamps); block 3 never ran.
   t->partial_ns[2 * VATTN_TL_SLOTS + 0] = kPlan + 100;
   t->partial_ns[2 * VATTN_TL_SLOTS + 1] = kPlan + 1500;
+  t->reduce_ns[0 * VATTN_TL_REDUCE_SLOTS + 0] = kPlan + 3000;
+  t->reduce_ns[5 * VATTN_TL_REDUCE_SLOTS + 0] = kPlan + 19000;
   t->reduce_ns[0 * VATTN_TL_REDUCE_SLOTS + 1] = kPlan + 20000;
   t->reduce_ns[0 * VATTN_TL_REDUCE_SLOTS + 2] = kPlan + 25000;
   t->reduce_ns[5 * VATTN_TL_REDUCE_SLOTS + 1] = kPlan + 21000;
@@ -60,6 +62,12 @@ TEST_CASE("timeline summary: phases from each block's clock, milestones from the
   CHECK(s.partial_done == Approx(14.0));      // block 1: 2 us + 4 phases of 3 us
   CHECK(s.reduce_past_wait == Approx(21.0));
   CHECK(s.reduce_done == Approx(25.0));
+  CHECK(s.reduce_entry.samples == 2);  // blocks 0 and 5
+  CHECK(s.reduce_entry.min == Approx(3.0));
+  CHECK(s.reduce_entry.max == Approx(19.0));
+  CHECK(s.reduce_after_wait.samples == 2);
+  CHECK(s.reduce_after_wait.min == Approx(3.0));  // block 5: 21 -> 24 us
+  CHECK(s.reduce_after_wait.max == Approx(5.0));  // block 0: 20 -> 25 us
   REQUIRE(s.phases.size() == 5);
   CHECK(s.phases[0].first.samples == 2);
   CHECK(s.phases[0].first.median == Approx(2.0));  // both first items begin 2 us after the plan
@@ -76,6 +84,7 @@ TEST_CASE("timeline summary: phases from each block's clock, milestones from the
   CHECK(table.find("tile loop") != std::string::npos);
   CHECK(table.find("2.00 GHz") != std::string::npos);
   CHECK(table.find("with a later item: 1") != std::string::npos);
+  CHECK(table.find("past its wait to done") != std::string::npos);
 }
 
 TEST_CASE("timeline summary: milestones are medians over calls, phases pool every call", "[timeline]") {
