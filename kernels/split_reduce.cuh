@@ -122,10 +122,65 @@ __device__ __forceinline__ void store_row(const RowMerge<C>& m, uint2* dst, floa
   if (lse_out != nullptr && lane == 0) *lse_out = lse;
 }
 
+// A row's merge, or a span of it, when the call has at most 32 splits: merge_splits' arithmetic in
+// the same order, so bitwise the same result, without its generality. Lane s holds split s's LSE
+// and weight, which the FMAs take by shuffle; the splits go in rounds of R, all R loads in flight
+// (one round for every split count the spans choose, but C = 1 with 17-32 splits). The reduce
+// is bound by issuing instructions, not by bytes: merge_splits took about 1000 a warp item at
+// B=1 T=64 P=4096 (2048 warp items, 16 warps an SM); this path takes half (PERF.md, session 24).
 template <int C>
-__device__ __forceinline__ void merge_row(int S, const float* lse_row, const float4* src, int64_t split_stride,
-                                          float* s_w, uint2* dst, float* lse_out, int lane) {
-  store_row<C>(merge_splits<C>(S, 0, S, lse_row, src, split_stride, s_w, lane), dst, lse_out, lane);
+__device__ __forceinline__ void merge_rounds(int S, const float* lse_row, const float4* src, uint2* dst, float* lse_out,
+                                             int lane) {
+  constexpr int R = kReduceInFlight / C;  // splits per round of loads
+  constexpr int64_t kSplitStride = static_cast<int64_t>(kRowsPerTile) * kDv / 4;  // float4s between splits
+  // One base address for every load: without this, ptxas rebuilt it under each load's predicate.
+  asm("" : "+l"(src));
+  const float ls = lane < S ? lse_row[static_cast<int64_t>(lane) * kRowsPerTile] : -INFINITY;
+  float4 v[R][C];
+#pragma unroll
+  for (int u = 0; u < R; ++u)  // the first round, in flight with the LSEs
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+      v[u][c] = u < S ? src[u * kSplitStride + 32 * c] : make_float4(0.f, 0.f, 0.f, 0.f);
+  RowMerge<C> m;
+  m.mx = fmaxf(-INFINITY, ls);  // fmaxf drops NaN, hence the flag
+  for (int o = 16; o > 0; o >>= 1) m.mx = fmaxf(m.mx, __shfl_xor_sync(0xffffffffu, m.mx, o));
+  m.nan = __any_sync(0xffffffffu, isnan(ls));
+#ifdef VATTN_PLANT_LOG2_MERGE
+  const float w_mine = m.mx == -INFINITY ? 0.f : exp2f(ls - m.mx);  // Planted bug: see merge_splits.
+#else
+  // An empty split holds o = 0, lse = -inf: weight 0, and its (finite) zeros add nothing.
+  const float w_mine = m.mx == -INFINITY || ls == -INFINITY ? 0.f : expf(ls - m.mx);
+#endif
+#pragma unroll
+  for (int c = 0; c < C; ++c) m.acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 1
+  for (int s0 = 0; s0 < S; s0 += R) {
+    if (s0 > 0) {
+#pragma unroll
+      for (int u = 0; u < R; ++u)
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+          v[u][c] = s0 + u < S ? src[(s0 + u) * kSplitStride + 32 * c] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int u = 0; u < R; ++u) {
+      // Splits past S weigh 0 and hold zeros: 0 * 0 added leaves every sum as it was (none is -0).
+      const float w = __shfl_sync(0xffffffffu, w_mine, (s0 + u) & 31);
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        // A split of weight 0 (empty, or every key masked) adds nothing, whatever it holds.
+        const float4 x = w != 0.f ? v[u][c] : make_float4(0.f, 0.f, 0.f, 0.f);
+        m.acc[c].x += w * x.x;
+        m.acc[c].y += w * x.y;
+        m.acc[c].z += w * x.z;
+        m.acc[c].w += w * x.w;
+      }
+    }
+  }
+  m.wsum = w_mine;
+  for (int o = 16; o > 0; o >>= 1) m.wsum += __shfl_xor_sync(0xffffffffu, m.wsum, o);
+  store_row<C>(m, dst, lse_out, lane);
 }
 
 __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_constant__ SplitParams p) {
@@ -234,20 +289,30 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
   // Otherwise a warp merges one row over 512 / spans columns. With few splits a warp takes more
   // columns, so each of its rounds of loads still asks for kReduceInFlight rows: many rows and
   // few splits (B=8, T=64: 4096 rows of 2 splits) would otherwise leave the loads too few to
-  // hide the round trip. Both choices follow the call's largest split count.
-  const int spans = max_splits <= 4 ? 1 : max_splits <= 8 ? 2 : 4;
+  // hide the round trip. Both choices follow the call's largest split count. Item wi = (tile
+  // item, row, span), decoded by shifts (spans is 1, 2 or 4).
+  const int span_bits = max_splits <= 4 ? 0 : max_splits <= 8 ? 1 : 2, spans = 1 << span_bits;
   const int total_warps = total_reduce * kRowsPerTile * spans;
+  constexpr int kRowBits = kRowsPerTile == 64 ? 6 : 5;
+  static_assert(1 << kRowBits == kRowsPerTile, "item decode by shifts");
   for (int wi = blockIdx.x * (kThreads / 32) + warp; wi < total_warps; wi += gridDim.x * (kThreads / 32)) {
     Item it;
-    if (!decode(wi, spans, it)) continue;
-    const int col4 = (wi % spans) * (kDv / 4 / spans) + lane;  // this lane's first float4 column
-    float* lse_out = wi % spans == 0 ? a.lse + it.row0 + it.tr : nullptr;
+    const int tile_item = wi >> (kRowBits + span_bits), span = wi & (spans - 1);
+    it.tr = (wi >> span_bits) & (kRowsPerTile - 1);
+    const int b = find_request(B, tile_item, [&](int j) { return s_reduce_begin[j]; });
+    const int rt = tile_item - s_reduce_begin[b];
+    if (rt * kRowsPerTile + it.tr >= s_rows[b]) continue;
+    it.S = s_splits[b];
+    it.slot0 = static_cast<int64_t>(s_partial_begin[b]) + static_cast<int64_t>(rt) * it.S;
+    it.row0 = static_cast<int64_t>(s_qo[b]) * H + static_cast<int64_t>(rt) * kRowsPerTile;
+    const int col4 = span * (kDv / 4 / spans) + lane;  // this lane's first float4 column
+    float* lse_out = span == 0 ? a.lse + it.row0 + it.tr : nullptr;
     if (spans == 1)
-      merge_row<4>(it.S, lse_of(it), src_of(it, col4), split_stride, s_weights[warp], dst_of(it, col4), lse_out, lane);
+      merge_rounds<4>(it.S, lse_of(it), src_of(it, col4), dst_of(it, col4), lse_out, lane);
     else if (spans == 2)
-      merge_row<2>(it.S, lse_of(it), src_of(it, col4), split_stride, s_weights[warp], dst_of(it, col4), lse_out, lane);
+      merge_rounds<2>(it.S, lse_of(it), src_of(it, col4), dst_of(it, col4), lse_out, lane);
     else
-      merge_row<1>(it.S, lse_of(it), src_of(it, col4), split_stride, s_weights[warp], dst_of(it, col4), lse_out, lane);
+      merge_rounds<1>(it.S, lse_of(it), src_of(it, col4), dst_of(it, col4), lse_out, lane);
   }
   tl_reduce(2);
 }
