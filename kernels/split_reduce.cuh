@@ -296,6 +296,9 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
   constexpr int kRowBits = kRowsPerTile == 64 ? 6 : 5;
   static_assert(1 << kRowBits == kRowsPerTile, "item decode by shifts");
   for (int wi = blockIdx.x * (kThreads / 32) + warp; wi < total_warps; wi += gridDim.x * (kThreads / 32)) {
+    // decode()'s body again, by shifts: the reduce's code moved with any shared form of it (a
+    // lambda for both paths rescheduled the many-splits path on both targets; that path is
+    // sensitive to its code, PERF.md session 24), and that form was never timed.
     Item it;
     const int tile_item = wi >> (kRowBits + span_bits), span = wi & (spans - 1);
     it.tr = (wi >> span_bits) & (kRowsPerTile - 1);
