@@ -5,7 +5,7 @@
 // B=1 T=64 H=8 has 8 row tiles of 64 rows for 132 blocks: 16 splits a row tile use 128 blocks,
 // and every item is ceil(tiles / 16) tiles long. Cut the keys a few tiles finer and each row tile
 // gets 16 full splits and a short 17th; the 8 short ones run two to a block on the 4 blocks the
-// full ones leave, and the longest block is 4-8 tiles shorter at P = 65536-131072. No block that
+// full ones leave, and the longest block is 1-8 tiles shorter at P = 16384-131072. No block that
 // runs a full split runs anything else (kernels/PERF.md, sessions 16, 19 and 20).
 //
 // The partial kernel's loop stays grid-stride (block b runs items b, b + grid, ...). The plan
@@ -31,9 +31,11 @@ namespace vattn::split_pack {
 // 13-16 us besides its tiles, six tiles (the `x2` probe, session 17): its partial store, Q and
 // first tiles cannot overlap under the shared-memory limit.
 constexpr int kLaterItemTiles = 6;
-// A packed plan must shorten the longest block by this much: one tile is within what the model
-// misses (B=1 T=64 at P = 4096 and 16384 were 1-16% slower packed, session 19).
-constexpr int kMinGainTiles = 2;
+// A packed plan must shorten the longest block by this much. One tile is enough since the reduce
+// takes a 17th split in the same round of loads as the first 16 (split_reduce.cuh): B=1 T=64
+// P=16384, 17 splits of 32 tiles instead of 16 of 33, became 0.8-1.6% faster on the H200; with a
+// second round it had gained nothing (sessions 21 and 25; session 19's item order lost 1-16%).
+constexpr int kMinGainTiles = 1;
 
 struct Choice {
   int splits;     // splits a row tile

@@ -125,13 +125,16 @@ __device__ __forceinline__ void store_row(const RowMerge<C>& m, uint2* dst, floa
 // A row's merge, or a span of it, when the call has at most 32 splits: merge_splits' arithmetic in
 // the same order, so bitwise the same result, without its generality. Lane s holds split s's LSE
 // and weight, which the FMAs take by shuffle; the splits go in rounds of R, all R loads in flight
-// (one round for every split count the spans choose, but C = 1 with 17-32 splits). The reduce
+// (one round for every split count the spans choose, but C = 1 with 18-32 splits). The reduce
 // is bound by issuing instructions, not by bytes: merge_splits took about 1000 a warp item at
 // B=1 T=64 P=4096 (2048 warp items, 16 warps an SM); this path takes half (PERF.md, session 24).
 template <int C>
 __device__ __forceinline__ void merge_rounds(int S, const float* lse_row, const float4* src, uint2* dst, float* lse_out,
                                              int lane) {
-  constexpr int R = kReduceInFlight / C;  // splits per round of loads
+  // Splits per round of loads. One more with a float4 a lane (C = 1: 9-32 splits): a packed plan
+  // of one request has 16 full splits and a short 17th (split_pack.h), which a second round
+  // made as slow as the unpacked plan; the 17th register set still fits two blocks an SM.
+  constexpr int R = C == 1 ? kReduceInFlight + 1 : kReduceInFlight / C;
   constexpr int64_t kSplitStride = static_cast<int64_t>(kRowsPerTile) * kDv / 4;  // float4s between splits
   // One base address for every load: without this, ptxas rebuilt it under each load's predicate.
   asm("" : "+l"(src));

@@ -106,7 +106,7 @@ TEST_CASE("the split limit and the bounds keep the unpacked plan", "[split_pack]
   CHECK_FALSE(choose(2050, 8, 131, 16, 129, 128).packed);
 }
 
-TEST_CASE("on 132 SMs the bench shapes with B=1 pack only at T=64, P >= 65536", "[split_pack]") {
+TEST_CASE("on 132 SMs the bench shapes with B=1 pack only at T=64, P >= 16384", "[split_pack]") {
   struct Shape {
     int drafts, prefix;
     bool packed;
@@ -114,7 +114,7 @@ TEST_CASE("on 132 SMs the bench shapes with B=1 pack only at T=64, P >= 65536", 
   };
   // H=8: T=16 has 2 row tiles of 64 rows, T=64 has 8. Tiles: ceil((P + T) / 32).
   for (const Shape& s : {Shape{16, 4096, false, 0, 0}, Shape{16, 131072, false, 0, 0}, Shape{64, 4096, false, 0, 0},
-                         Shape{64, 16384, false, 0, 0}, Shape{64, 65536, true, 17, 125}, Shape{64, 91000, true, 17, 173},
+                         Shape{64, 16384, true, 17, 32}, Shape{64, 65536, true, 17, 125}, Shape{64, 91000, true, 17, 173},
                          Shape{64, 131072, true, 17, 249}, Shape{1, 131072, false, 0, 0}}) {
     const int tiles = (s.prefix + s.drafts + 31) / 32, row_tiles = (s.drafts * 8 + 63) / 64;
     const Choice base = unpacked(tiles, row_tiles, 132, 128);
