@@ -29,6 +29,7 @@ int cmd_promote(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_replay(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_bench_compare(int argc, char** argv);
 int cmd_timeline(int argc, char** argv);
 int cmd_graph_check(int argc, char** argv);
 int cmd_fuzz(int argc, char** argv);
