@@ -26,7 +26,10 @@ Revision load_revision(const std::string& spec) {
     throw InputError("", "", "--kernel", "unknown revision '" + spec + "' (built in: " + known +
                                             "; or give a path to a revision library .so)");
   }
-  void* h = dlopen(spec.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // A bare file name is the file here: dlopen would search the system's library paths for it, so
+  // `--kernel mine.so` would miss ./mine.so, or load another library of that name.
+  const std::string file = spec.find('/') == std::string::npos ? "./" + spec : spec;
+  void* h = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) throw InputError(spec, "", "--kernel", std::string("cannot load revision library: ") + dlerror());
   r.library = std::shared_ptr<void>(h, [](void* p) { dlclose(p); });
   auto fn = reinterpret_cast<vattn_get_revision_fn>(dlsym(h, VATTN_GET_REVISION_SYMBOL));
