@@ -120,6 +120,12 @@ std::string shape_text(const CompareShape& s) {
 
 Comparison compare_bench_reports(const std::vector<std::string>& paths, const std::string& base_given) {
   if (paths.empty()) throw CompareInputError("no report given");
+  for (size_t i = 0; i < paths.size(); ++i)  // one run counted twice would weigh double
+    for (size_t k = 0; k < i; ++k) {
+      std::error_code ec;
+      if (paths[i] == paths[k] || fs::equivalent(paths[i], paths[k], ec))
+        fail(paths[i], "is given twice (as " + printable(paths[k]) + " too)");
+    }
   std::vector<std::vector<Row>> reports;
   std::string device0;
   for (const std::string& path : paths) {
