@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "case.h"  // printable()
+#include "case.h"  // InputError, printable()
 #include "json.h"
 
 namespace vattn::cli {
@@ -27,9 +27,7 @@ struct Row {
   int splits = 0;
 };
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw CompareInputError(printable(path) + ": " + what);
-}
+[[noreturn]] void fail(const std::string& path, const std::string& what) { throw InputError(path, "", "", what); }
 
 json read_json(const std::string& path) {
   std::error_code ec;
@@ -119,7 +117,7 @@ std::string shape_text(const CompareShape& s) {
 }  // namespace
 
 Comparison compare_bench_reports(const std::vector<std::string>& paths, const std::string& base_given) {
-  if (paths.empty()) throw CompareInputError("no report given");
+  if (paths.empty()) throw InputError("", "", "", "no report given");
   for (size_t i = 0; i < paths.size(); ++i)  // one run counted twice would weigh double
     for (size_t k = 0; k < i; ++k) {
       std::error_code ec;
@@ -149,7 +147,7 @@ Comparison compare_bench_reports(const std::vector<std::string>& paths, const st
     for (const auto& rows : reports)
       for (const Row& r : rows)
         if (names.find("'" + r.kernel + "'") == std::string::npos) names += (names.empty() ? "'" : ", '") + r.kernel + "'";
-    throw CompareInputError("no report times the base revision '" + printable(c.base) + "' (revisions: " + printable(names) + ")");
+    throw InputError("", "", "", "no report times the base revision '" + c.base + "' (revisions: " + names + ")");
   }
   // Per (kernel, shape): sums of this kernel's times and of the base's in the same reports.
   struct Acc {

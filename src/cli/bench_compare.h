@@ -5,18 +5,11 @@
 #pragma once
 
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
 
 namespace vattn::cli {
-
-// A report that cannot be used: the message names the file, and the case and field where one applies.
-class CompareInputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct CompareShape {
   int batch = 0, drafts = 0, prefix = 0;
@@ -50,7 +43,8 @@ struct Comparison {
 };
 
 // Reads and checks every report (schema vattn-bench-report v2, one device), then compares.
-// `base` empty: the first kernel of the first report. Throws CompareInputError.
+// `base` empty: the first kernel of the first report. A report that cannot be used throws
+// InputError (case.h), its message naming the file, and the case and field where one applies.
 Comparison compare_bench_reports(const std::vector<std::string>& paths, const std::string& base);
 
 // The table `vattn bench-compare` prints.

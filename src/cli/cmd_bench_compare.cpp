@@ -4,6 +4,7 @@
 
 #include "args.h"
 #include "bench_compare.h"
+#include "case.h"
 #include "commands.h"
 
 namespace vattn::cli {
@@ -37,7 +38,7 @@ int cmd_bench_compare(int argc, char** argv) {
   Comparison c;
   try {
     c = compare_bench_reports(args.positional(), args.get("base"));
-  } catch (const CompareInputError& e) {
+  } catch (const InputError& e) {
     std::fprintf(stderr, "vattn bench-compare: %s\n", e.what());
     return kExitBadInput;
   }
