@@ -91,6 +91,26 @@ constexpr float kV2LazyRescale = 8.f;
 static_assert(kSmemStride * 2 % 128 == 0 && v2_kstep(1, kV2KSteps - 1) == kDqk / 16 - 1 && kV2KSteps % 2 == 0,
               "v2's K/V rows are whole 128 B lines; the two halves' k-steps cover d_qk");
 
+// Warp-wide, for the masked tile of keys [k0, k0 + 32) of an item whose split ends at kend:
+// each of the 64 rows' visibility word (tile_visibility; 0 for a row past the request's, whose
+// draft draft_of(row) is < 0) into vis[row], lanes taking rows lane and lane + 32. Returns their
+// OR in every lane: bit x is set when some row sees key k0 + x, which decides whether a draft's
+// KV is loaded (resolve_key_by). The loads are in flight together, where testing a tile's draft
+// rows one after another (tile_sees_draft) takes a round trip each.
+template <class DraftOf>
+__device__ __forceinline__ uint32_t v2_tile_rows_visibility(const vattn_args& a, const TileDrafts& td, int k0, int kend,
+                                                            int prefix, int lane, DraftOf draft_of, uint32_t* vis) {
+  uint32_t seen = 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = lane + 32 * h, d = draft_of(row);
+    const uint32_t v = d < 0 ? 0u : tile_visibility(a, td.mask_base, td.words_per_row, d, k0, kend - k0, prefix);
+    vis[row] = v;
+    seen |= v;
+  }
+  return __reduce_or_sync(0xffffffffu, seen);
+}
+
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
   tl_partial(0);  // timing probe builds only (timeline.cuh)
   pdl_wait();  // the planner has completed: its plan and header are visible
@@ -104,6 +124,14 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   __shared__ const uint16_t* s_src[3][kKeysPerTile];                  // row sources, two tiles ahead
   __shared__ int s_bad;
   __shared__ int s_rowdraft[kRowsPerTile];  // each tile row's draft, -1 past the request's rows
+  // The first two masked tiles' rows' visibility words (v2_tile_rows_visibility), tile t at
+  // s_vis[t % 3], set by warp 0 in the prologue: the general step masks them with a shift an
+  // element, where a mask load an element cost a T=64 draft tile 1.3 us on the H200 (PERF.md,
+  // session 26). Later masked tiles (T > 64, or a prefix end inside a tile) load as before.
+  // Moving that work to the general step's own tail spilled on sm_90a or reordered the plain
+  // step's instructions, which made every shape 7-9% slower.
+  __shared__ uint32_t s_vis[3][kRowsPerTile];
+  __shared__ int s_visend;  // masked tiles below it have their words in s_vis
   // What only the resolving lanes, the masked tiles and the final store need, kept out of the
   // registers of the tile loop (Q and O take 200 of a thread's 255).
   __shared__ RequestPlan s_r;
@@ -191,11 +219,30 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     }
     if (threadIdx.x == 0) s_bad = 0;
     bool bad = false;
+    // Tiles [0, n_plain) run the plain step: wholly inside the prefix and the split, no mask.
+    const int plain_end = min(r.prefix, kend) - kbeg;
+    const int n_plain = plain_end > 0 ? min(ntiles, plain_end / kKeysPerTile) : 0;
     if (warp == 0) {  // both tiles' index loads in flight before either is resolved
       const int k0 = kbeg + lane, k1 = k0 + kKeysPerTile;
       const int32_t slot0 = prefetch_slot(a, r, kv_base, k0, kend), slot1 = prefetch_slot(a, r, kv_base, k1, kend);
-      s_src[0][lane] = resolve_key(a, r, qo_base, k0, kend, slot0, td, bad);
-      if (ntiles > 1) s_src[1][lane] = resolve_key(a, r, qo_base, k1, kend, slot1, td, bad);
+      // The first two masked tiles' visibility, in flight with Q. When tiles 0 and 1 are among
+      // them, which drafts to load follows from it too, in one round trip instead of one a draft
+      // row (0.7 us a T=64 draft tile, PERF.md session 26).
+      uint32_t seen0 = ~0u, seen1 = ~0u;
+      if (lane == 0) s_visend = n_plain + 2;
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int t = n_plain + u;
+        if (t >= ntiles) break;
+        const uint32_t seen = v2_tile_rows_visibility(
+            a, td, kbeg + t * kKeysPerTile, kend, r.prefix, lane,
+            [&](int row) { return rt * kRowsPerTile + row < rows_b ? (rt * kRowsPerTile + row) / H : -1; }, s_vis[t % 3]);
+        if (t == 0) seen0 = seen;
+        if (t == 1) seen1 = seen;
+      }
+      s_src[0][lane] = resolve_key_by(a, r, qo_base, k0, kend, slot0, bad, [&](int) { return ((seen0 >> lane) & 1u) != 0; });
+      if (ntiles > 1)
+        s_src[1][lane] = resolve_key_by(a, r, qo_base, k1, kend, slot1, bad, [&](int) { return ((seen1 >> lane) & 1u) != 0; });
     }
     cp_async_wait<0>();
     __syncthreads();  // Q is in the stages; the row sources of tiles 0 and 1 are set
@@ -414,7 +461,15 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         // ---- phase 3: mask, online softmax; element (n, e): row g + 8(e >> 1), key 8n + 2t4 + (e & 1) ----
         // The scores stay unscaled: the scale (> 0, run() refuses any other) goes into the row
         // max and into each exponent's FFMA, 16 multiplies a tile fewer (0.4%, PERF.md session 21).
-        if (!kPlain && (has_drafts || tile_k0 + kKeysPerTile > kend)) {
+        // The first two masked tiles: each row's visibility word (s_vis), element (n, e) its bit
+        // 8n + 2t4 + (e & 1). Later ones: a mask load an element.
+        if (!kPlain && it < s_visend) {
+          const uint32_t vv[2] = {s_vis[it % 3][16 * rb + g], s_vis[it % 3][16 * rb + g + 8]};
+#pragma unroll
+          for (int n = 0; n < 4; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[n][e] = (vv[e >> 1] >> (8 * n + 2 * t4 + (e & 1))) & 1u ? s[n][e] : -INFINITY;
+        } else if (!kPlain && (has_drafts || tile_k0 + kKeysPerTile > kend)) {
           const int draft[2] = {s_rowdraft[16 * rb + g], s_rowdraft[16 * rb + g + 8]};
 #pragma unroll
           for (int n = 0; n < 4; ++n)
@@ -487,8 +542,6 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     tl_item(item, 2);
 #endif
     {
-      const int plain_end = min(s_r.prefix, kend) - kbeg;
-      const int n_plain = plain_end > 0 ? min(ntiles, plain_end / kKeysPerTile) : 0;
       int it = 0;
       for (; it < n_plain; ++it) step(it, std::true_type{});
       for (; it <= ntiles; ++it) step(it, std::false_type{});
