@@ -27,10 +27,14 @@
 
 namespace vattn::split_pack {
 
-// The cost model, in 32-key tiles (2.36-2.39 us each on the H200). A block's second item costs
-// 13-16 us besides its tiles, six tiles (the `x2` probe, session 17): its partial store, Q and
-// first tiles cannot overlap under the shared-memory limit.
-constexpr int kLaterItemTiles = 6;
+// The cost model, in 32-key tiles (2.17 us each on the H200). A block's second item costs about
+// 7 us besides its tiles (`vattn timeline`, session 26: Q 2.8 us, tile 0 0.5, the partial store
+// 3.4), three tiles; four keeps a margin. Its partial store, Q and first tiles cannot overlap
+// under the shared-memory limit. Sessions 17-25 priced it at six tiles (13-16 us then); at four,
+// B=1 T=64 P=4096 packs (17 splits of 8 tiles, the 8 remainders its two draft tiles), which pays
+// only since masked tiles are cheap (split_v2_partial.cuh's s_vis): before, a T=64 draft tile
+// took 4.9 us and that plan was 10% slower.
+constexpr int kLaterItemTiles = 4;
 // A packed plan must shorten the longest block by this much. One tile is enough since the reduce
 // takes a 17th split in the same round of loads as the first 16 (split_reduce.cuh): B=1 T=64
 // P=16384, 17 splits of 32 tiles instead of 16 of 33, became 0.8-1.6% faster on the H200; with a
@@ -45,14 +49,17 @@ struct Choice {
 };
 
 // One request on a partial grid of `blocks` blocks: `tiles` key tiles for each of `row_tiles`
-// row tiles, for which the planner chose `splits` splits of `per_split` tiles. Packed when:
+// row tiles, for which the planner chose `splits` splits of `per_split` tiles. With `full`, the
+// most full splits a row tile the grid holds (blocks / row_tiles, below max_splits; the planner's
+// whole-tile cut may use fewer: B=1 T=64 P=4096 has 15 splits of 9 tiles where 16 fit), packed
+// when:
 // - the full items leave `idle` blocks, 0 < idle < row_tiles: one more split a row tile gives
 //   row_tiles - idle blocks a second item, and 2 idle >= row_tiles lets each of those take two
 //   remainders and no full item;
 // - a block with two remainders of r tiles each, 2 r + kLaterItemTiles, fits in a full split of
-//   L tiles, with r = tiles - splits L >= 1 (the smallest such L);
+//   L tiles, with r = tiles - full L >= 1 (the smallest such L);
 // - L is at least kMinGainTiles below per_split.
-// Then: splits + 1 splits of L tiles (the last short), the numbering rotated by `blocks`. Items
+// Then: full + 1 splits of L tiles (the last short), the numbering rotated by `blocks`. Items
 // i in [0, blocks) run first, on block i; numbers (i + blocks) mod n put the full items on blocks
 // row_tiles - idle.. and remainders on the rest. O(1): it runs in one thread of every call's
 // planner, on the critical path (a scan over every cut cost 2 us there, session 19).
@@ -63,12 +70,17 @@ VATTN_PACK_FN Choice choose(int tiles, int row_tiles, int blocks, int splits, in
   if (tiles < 1 || tiles > (1 << 14) || row_tiles < 2 || row_tiles > (1 << 12) || blocks < 1 || blocks > (1 << 16) ||
       splits < 1 || splits >= max_splits)
     return keep;
-  const int idle = blocks - row_tiles * splits;
-  if (idle < 1 || idle >= row_tiles || 2 * idle < row_tiles) return keep;
-  const int L = (2 * tiles + kLaterItemTiles + 2 * splits) / (2 * splits + 1);  // ceil((2 tiles + 6) / (2 splits + 1))
-  const int r = tiles - splits * L;
+  // Full splits a row tile: as many as the grid holds, with room for the remainder split under
+  // max_splits. The whole-tile cut may use fewer (B=1 T=64 P=4096: 15 splits of 9 tiles on 120
+  // of 132 blocks, where 16 fit).
+  const int full = blocks / row_tiles < max_splits - 1 ? blocks / row_tiles : max_splits - 1;
+  if (full < splits) return keep;
+  const int idle = blocks - row_tiles * full;
+  if (idle < 1 || idle >= row_tiles || 2 * idle < row_tiles) return keep;  // idle >= row_tiles: max_splits capped full
+  const int L = (2 * tiles + kLaterItemTiles + 2 * full) / (2 * full + 1);  // ceil((2 tiles + K) / (2 full + 1))
+  const int r = tiles - full * L;
   if (r < 1 || per_split - L < kMinGainTiles) return keep;
-  return Choice{splits + 1, L, blocks, true};
+  return Choice{full + 1, L, blocks, true};
 }
 
 // The request-local number of local item i (0 <= i < n = row_tiles x splits, 0 <= rotate < n).

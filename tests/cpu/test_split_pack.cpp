@@ -68,24 +68,27 @@ std::string plan_fault(const Choice& c, int tiles, int row_tiles, int blocks, co
 
 TEST_CASE("a packed plan runs each item once, full splits alone, and shortens the longest block", "[split_pack]") {
   int packed = 0, checked = 0;
-  for (int blocks = 1; blocks <= 140; blocks += (blocks < 40 ? 1 : 7))
+  // max_splits 12: the limit, not the grid, caps the full splits of many of these plans.
+  for (const int max_splits : {128, 12})
+    for (int blocks = 1; blocks <= 140; blocks += (blocks < 40 ? 1 : 7))
     for (int row_tiles = 1; row_tiles <= 12; ++row_tiles)
       for (int tiles = 1; tiles <= 700; tiles += (tiles < 100 ? 1 : 13)) {
-        const Choice base = unpacked(tiles, row_tiles, blocks, 128);
-        const Choice c = choose(tiles, row_tiles, blocks, base.splits, base.per_split, 128);
+        const Choice base = unpacked(tiles, row_tiles, blocks, max_splits);
+        const Choice c = choose(tiles, row_tiles, blocks, base.splits, base.per_split, max_splits);
         ++checked;
         packed += c.packed ? 1 : 0;
         if (!c.packed) {  // unchanged, not rotated
           if (c.splits != base.splits || c.per_split != base.per_split || c.rotate != 0) {
-            INFO("blocks " << blocks << " row tiles " << row_tiles << " tiles " << tiles);
+            INFO("blocks " << blocks << " row tiles " << row_tiles << " tiles " << tiles << " max splits " << max_splits);
             FAIL("an unpacked choice changed the plan");
           }
           continue;
         }
-        const std::string fault = plan_fault(c, tiles, row_tiles, blocks, base);
+        const std::string fault =
+            c.splits > max_splits ? "more splits than max_splits" : plan_fault(c, tiles, row_tiles, blocks, base);
         if (!fault.empty()) {
-          INFO("blocks " << blocks << " row tiles " << row_tiles << " tiles " << tiles << ": " << c.splits << " splits of "
-                         << c.per_split << ", rotate " << c.rotate);
+          INFO("blocks " << blocks << " row tiles " << row_tiles << " tiles " << tiles << " max splits " << max_splits << ": "
+                         << c.splits << " splits of " << c.per_split << ", rotate " << c.rotate);
           FAIL(fault);
         }
       }
@@ -104,16 +107,24 @@ TEST_CASE("the split limit and the bounds keep the unpacked plan", "[split_pack]
   // on 131: 3 idle, 5 blocks would need a second item).
   CHECK_FALSE(choose(2050, 8, 128, 16, 129, 128).packed);
   CHECK_FALSE(choose(2050, 8, 131, 16, 129, 128).packed);
+  // B=1 T=64 P=4096 (130 tiles) packs as 16 full splits and a remainder (next test), but with
+  // max_splits 16 only 15 full splits fit, 12 blocks idle: no block would take two remainders,
+  // and a rotation by the grid would run past the 128 items.
+  CHECK(choose(130, 8, 132, 15, 9, 128).packed);
+  CHECK_FALSE(choose(130, 8, 132, 15, 9, 16).packed);
+  CHECK(choose(130, 8, 132, 15, 9, 17).splits == 17);
 }
 
-TEST_CASE("on 132 SMs the bench shapes with B=1 pack only at T=64, P >= 16384", "[split_pack]") {
+TEST_CASE("on 132 SMs the bench shapes with B=1 pack only at T=64", "[split_pack]") {
   struct Shape {
     int drafts, prefix;
     bool packed;
     int splits, per_split;
   };
-  // H=8: T=16 has 2 row tiles of 64 rows, T=64 has 8. Tiles: ceil((P + T) / 32).
-  for (const Shape& s : {Shape{16, 4096, false, 0, 0}, Shape{16, 131072, false, 0, 0}, Shape{64, 4096, false, 0, 0},
+  // H=8: T=16 has 2 row tiles of 64 rows, T=64 has 8. Tiles: ceil((P + T) / 32). At P=4096 the
+  // whole-tile cut uses 15 splits of 9 tiles; packed, 16 full splits of 8 and the two draft tiles
+  // as remainders, two to each of the 4 blocks left.
+  for (const Shape& s : {Shape{16, 4096, false, 0, 0}, Shape{16, 131072, false, 0, 0}, Shape{64, 4096, true, 17, 8},
                          Shape{64, 16384, true, 17, 32}, Shape{64, 65536, true, 17, 125}, Shape{64, 91000, true, 17, 173},
                          Shape{64, 131072, true, 17, 249}, Shape{1, 131072, false, 0, 0}}) {
     const int tiles = (s.prefix + s.drafts + 31) / 32, row_tiles = (s.drafts * 8 + 63) / 64;
