@@ -3,10 +3,11 @@
 // its row tiles leave blocks idle.
 //
 // B=1 T=64 H=8 has 8 row tiles of 64 rows for 132 blocks: 16 splits a row tile use 128 blocks,
-// and every item is ceil(tiles / 16) tiles long. Cut the keys a few tiles finer and each row tile
-// gets 16 full splits and a short 17th; the 8 short ones run two to a block on the 4 blocks the
-// full ones leave, and the longest block is 1-8 tiles shorter at P = 16384-131072. No block that
-// runs a full split runs anything else (kernels/PERF.md, sessions 16, 19 and 20).
+// and every item is ceil(tiles / 16) tiles long (at P=4096 the whole-tile cut even leaves 12
+// blocks idle: 15 splits of 9 tiles). Cut the keys a few tiles finer and each row tile gets 16
+// full splits and a short 17th; the 8 short ones run two to a block on the 4 blocks the full ones
+// leave, and the longest block is 1-8 tiles shorter at P = 4096-131072. No block that runs a full
+// split runs anything else (kernels/PERF.md, sessions 16, 19, 20 and 26).
 //
 // The partial kernel's loop stays grid-stride (block b runs items b, b + grid, ...). The plan
 // only rotates the request's item numbering, so that the items landing on blocks with two are
