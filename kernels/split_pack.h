@@ -71,9 +71,6 @@ VATTN_PACK_FN Choice choose(int tiles, int row_tiles, int blocks, int splits, in
   if (tiles < 1 || tiles > (1 << 14) || row_tiles < 2 || row_tiles > (1 << 12) || blocks < 1 || blocks > (1 << 16) ||
       splits < 1 || splits >= max_splits)
     return keep;
-  // Full splits a row tile: as many as the grid holds, with room for the remainder split under
-  // max_splits. The whole-tile cut may use fewer (B=1 T=64 P=4096: 15 splits of 9 tiles on 120
-  // of 132 blocks, where 16 fit).
   const int full = blocks / row_tiles < max_splits - 1 ? blocks / row_tiles : max_splits - 1;
   if (full < splits) return keep;
   const int idle = blocks - row_tiles * full;

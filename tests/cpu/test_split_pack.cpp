@@ -70,28 +70,28 @@ TEST_CASE("a packed plan runs each item once, full splits alone, and shortens th
   int packed = 0, checked = 0;
   // max_splits 12: the limit, not the grid, caps the full splits of many of these plans.
   for (const int max_splits : {128, 12})
-    for (int blocks = 1; blocks <= 140; blocks += (blocks < 40 ? 1 : 7))
-    for (int row_tiles = 1; row_tiles <= 12; ++row_tiles)
-      for (int tiles = 1; tiles <= 700; tiles += (tiles < 100 ? 1 : 13)) {
-        const Choice base = unpacked(tiles, row_tiles, blocks, max_splits);
-        const Choice c = choose(tiles, row_tiles, blocks, base.splits, base.per_split, max_splits);
-        ++checked;
-        packed += c.packed ? 1 : 0;
-        if (!c.packed) {  // unchanged, not rotated
-          if (c.splits != base.splits || c.per_split != base.per_split || c.rotate != 0) {
-            INFO("blocks " << blocks << " row tiles " << row_tiles << " tiles " << tiles << " max splits " << max_splits);
-            FAIL("an unpacked choice changed the plan");
+      for (int blocks = 1; blocks <= 140; blocks += (blocks < 40 ? 1 : 7))
+      for (int row_tiles = 1; row_tiles <= 12; ++row_tiles)
+        for (int tiles = 1; tiles <= 700; tiles += (tiles < 100 ? 1 : 13)) {
+          const Choice base = unpacked(tiles, row_tiles, blocks, max_splits);
+          const Choice c = choose(tiles, row_tiles, blocks, base.splits, base.per_split, max_splits);
+          ++checked;
+          packed += c.packed ? 1 : 0;
+          if (!c.packed) {  // unchanged, not rotated
+            if (c.splits != base.splits || c.per_split != base.per_split || c.rotate != 0) {
+              INFO("blocks " << blocks << " row tiles " << row_tiles << " tiles " << tiles << " max splits " << max_splits);
+              FAIL("an unpacked choice changed the plan");
+            }
+            continue;
           }
-          continue;
+          const std::string fault =
+              c.splits > max_splits ? "more splits than max_splits" : plan_fault(c, tiles, row_tiles, blocks, base);
+          if (!fault.empty()) {
+            INFO("blocks " << blocks << " row tiles " << row_tiles << " tiles " << tiles << " max splits " << max_splits << ": "
+                           << c.splits << " splits of " << c.per_split << ", rotate " << c.rotate);
+            FAIL(fault);
+          }
         }
-        const std::string fault =
-            c.splits > max_splits ? "more splits than max_splits" : plan_fault(c, tiles, row_tiles, blocks, base);
-        if (!fault.empty()) {
-          INFO("blocks " << blocks << " row tiles " << row_tiles << " tiles " << tiles << " max splits " << max_splits << ": "
-                         << c.splits << " splits of " << c.per_split << ", rotate " << c.rotate);
-          FAIL(fault);
-        }
-      }
   INFO(packed << " of " << checked << " plans packed");
   CHECK(packed > 100);  // the sweep reaches the packed branch, not only the unpacked one
 }
