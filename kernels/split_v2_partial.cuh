@@ -97,6 +97,13 @@ static_assert(kSmemStride * 2 % 128 == 0 && v2_kstep(1, kV2KSteps - 1) == kDqk /
 // OR in every lane: bit x is set when some row sees key k0 + x, which decides whether a draft's
 // KV is loaded (resolve_key_by). The loads are in flight together, where testing a tile's draft
 // rows one after another (tile_sees_draft) takes a round trip each.
+// The draft of row `row` of row tile rt (rows of a request are draft-major: row = draft * H +
+// head), or -1 past the request's rows_b rows.
+__device__ __forceinline__ int v2_row_draft(int rt, int row, int rows_b, int H) {
+  const int tr = rt * kRowsPerTile + row;
+  return tr < rows_b ? tr / H : -1;
+}
+
 template <class DraftOf>
 __device__ __forceinline__ uint32_t v2_tile_rows_visibility(const vattn_args& a, const TileDrafts& td, int k0, int kend,
                                                             int prefix, int lane, DraftOf draft_of, uint32_t* vis) {
@@ -129,7 +136,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   // element, where a mask load an element cost a T=64 draft tile 1.3 us on the H200 (PERF.md,
   // session 26). Later masked tiles (T > 64, or a prefix end inside a tile) load as before.
   // Moving that work to the general step's own tail spilled on sm_90a or reordered the plain
-  // step's instructions, which made every shape 7-9% slower.
+  // step's instructions in ways that made every shape 7-9% slower (session 26; not every
+  // reordering costs that: session 27's ctl).
   __shared__ uint32_t s_vis[3][kRowsPerTile];
   __shared__ int s_visend;  // masked tiles below it have their words in s_vis
   // What only the resolving lanes, the masked tiles and the final store need, kept out of the
@@ -188,10 +196,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       s_rt = rt;
       s_split = split;
     }
-    if (threadIdx.x < kRowsPerTile) {
-      const int tr = rt * kRowsPerTile + static_cast<int>(threadIdx.x);
-      s_rowdraft[threadIdx.x] = tr < rows_b ? tr / H : -1;
-    }
+    if (threadIdx.x < kRowsPerTile) s_rowdraft[threadIdx.x] = v2_row_draft(rt, static_cast<int>(threadIdx.x), rows_b, H);
 
     // A row block without a row of the request (T * H not a multiple of 64; decode: T = 1)
     // skips its S and P.V mma, which would compute rows nobody reads, so the row blocks that
@@ -236,7 +241,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         if (t >= ntiles) break;
         const uint32_t seen = v2_tile_rows_visibility(
             a, td, kbeg + t * kKeysPerTile, kend, r.prefix, lane,
-            [&](int row) { return rt * kRowsPerTile + row < rows_b ? (rt * kRowsPerTile + row) / H : -1; }, s_vis[t % 3]);
+            [&](int row) { return v2_row_draft(rt, row, rows_b, H); }, s_vis[t % 3]);
         if (t == 0) seen0 = seen;
         if (t == 1) seen1 = seen;
       }
