@@ -13,7 +13,10 @@ after --warmup, CUDA events, as vattn bench times graph_us) and its share of the
 vattn bench measured (max(bytes / copy GB/s, flops / mma.sync TFLOP/s): the same ceilings for
 all), and each peer's time over split-v1's (and over the other revisions'). A second table gives
 the same replays queued behind a --gate-us spin kernel, as vattn bench times queued_us: GPU time
-alone, without the host's graph-launch latency.
+alone, without the host's graph-launch latency. With --revision-lib, vattn revision libraries
+run in the same loop as the peers (same tensors, same replays, vattn.revision_lib), so a
+revision and a peer are compared without two harnesses in between; with --accuracy each
+kernel's output is judged against a float64 reference in bf16 ulps (a third table).
 
 FlashInfer has no tree mask: on tree rows it is timed with its causal mask over the same keys
 (the same work, another mask); the table says so. Every kernel reads the same bytes (KV rows of
@@ -38,7 +41,7 @@ D_QK, D_V = 576, 512
 ROTATE_BYTES, MAX_SETS = 256e6, 32  # src/gpu/bench.cpp: kRotateBytes, kMaxSets
 SM_SCALE = 0.1446796
 PEERS = ("fa2", "fa2-sm120", "fa3", "sglang")
-SHORT = {"split-v1": "v1", "split-v2": "v2"}
+SHORT = {"split-v1": "v1", "split-v2": "v2", "split-v1.so": "v1.so", "split-v2.so": "v2.so"}
 
 
 def int_list(text):
@@ -79,6 +82,16 @@ def parse_args(argv):
                     help="libvattn_flashinfer_mla.so (peers/build_flashinfer.sh; default: %(default)s)")
     ap.add_argument("--sglang-files", default=dev("sglang-files"), metavar="DIR",
                     help="SGLang's kernel files (python3 -m vattn.sglang_files extract WHEEL DIR; default: %(default)s)")
+    ap.add_argument("--revision-lib", action="append", default=[], metavar="LIB",
+                    help="a vattn revision library (BUILD/revisions/libvattn_rev_*.so; repeat for more) to time in this "
+                         "loop like a peer, on the same tensors and replays as FlashInfer (vattn.revision_lib); its "
+                         "column is NAME.so and the peers get ratios over it too")
+    ap.add_argument("--accuracy", action="store_true",
+                    help="also judge each kernel's output on copy 0's inputs against a float64 reference of its mask "
+                         "(torch on the GPU), in bf16 ulps: the share of elements misrounded (over half an ulp), the "
+                         "mean and the largest error; printed as a third table")
+    ap.add_argument("--max-splits", type=int, default=128, metavar="N",
+                    help="the plan limit max_splits of each --revision-lib (default: 128, as vattn bench)")
     ap.add_argument("--prefix", type=int_list, default=[4096, 16384, 65536, 91000, 131072], metavar="LIST",
                     help="prefix lengths P (default: 4096,16384,65536,91000,131072)")
     ap.add_argument("--batch", type=int_list, default=[1, 8], metavar="LIST", help="batch sizes B (default: 1,8)")
@@ -87,14 +100,19 @@ def parse_args(argv):
     ap.add_argument("--heads", type=int, default=8, help="query heads H (default: 8)")
     ap.add_argument("--reps", type=int, default=20, help="timed replays per kernel and shape (default: 20)")
     ap.add_argument("--warmup", type=int, default=5, help="replays before timing (default: 5)")
+    ap.add_argument("--rounds", type=int, default=1, metavar="N",
+                    help="time every peer N times a shape, the order reversed every other round; the medians are "
+                         "over all N x --reps replays (default: 1)")
     ap.add_argument("--gate-us", type=int, default=200, metavar="US",
                     help="length of the spin kernel the queued replays wait behind (default: 200, as vattn bench)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the first shape (default: 1)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON (schema vattn-peers-bench 1)")
     ap.add_argument("--list", action="store_true", help="print the shapes and kernels that would run, and exit")
     a = ap.parse_args(argv)
-    if min(a.batch) < 1 or min(a.drafts) < 1 or a.heads < 1 or a.reps < 1 or a.warmup < 0 or a.gate_us < 1:
-        ap.error("--batch, --drafts, --heads, --reps and --gate-us need values >= 1, --warmup >= 0")
+    if (min(a.batch) < 1 or min(a.drafts) < 1 or a.heads < 1 or a.reps < 1 or a.warmup < 0 or a.gate_us < 1
+            or a.max_splits < 1 or a.rounds < 1):
+        ap.error("--batch, --drafts, --heads, --reps, --rounds, --gate-us and --max-splits need values >= 1, "
+                 "--warmup >= 0")
     if a.no_vattn and a.kernel:
         ap.error("--kernel and --no-vattn exclude each other")
     kernels = [k for arg in (a.kernel or ["split-v1"]) for k in arg.split(",") if k]
@@ -210,6 +228,7 @@ class Inputs:
         self.fi_kv_indptr = [i * (p + t) for i in range(b + 1)]
         self.fi_kv_len = [p + t] * b
         m = tree_mask(np, tree, t, np.random.default_rng(seed))
+        self.draft_mask = m
         full = np.concatenate([np.ones((t, p), bool), m], axis=1).ravel()
         self.mask = torch.from_numpy(np.tile(full, b)).to(dev)
         self.mask_indptr = torch.arange(b + 1, dtype=torch.int64, device=dev) * (t * (p + t))
@@ -272,6 +291,69 @@ class SglangPeer:
         self.fixed = self.v_extend = None
 
 
+def pack_draft_mask(np, m, batch):
+    """The ABI's packed draft mask (vattn_abi.h) for `batch` requests with the same T x T mask m:
+    row i of a request is ceil(T / 32) words, bit j % 32 of word j / 32 set when draft i sees draft
+    j. Returns (uint32 words, words a request)."""
+    t = m.shape[0]
+    words = (t + 31) // 32
+    bits = np.zeros((t, words), np.uint32)
+    for i, j in zip(*np.nonzero(m)):
+        bits[i, j // 32] |= np.uint32(1 << (j % 32))
+    return np.tile(bits.ravel(), batch), t * words
+
+
+class RevisionPeer:
+    """A vattn revision library run through vattn.revision_lib: the same tensors as the peers (q, the
+    pool, copy s's prefix slots, copy 0's draft rows as kv_draft), the tree mask packed as the ABI
+    wants it, limits of the shape itself, the kernel's own split choice (forced_splits 0)."""
+    mask = "tree"
+
+    def __init__(self, torch, lib, max_splits):
+        self.torch, self.lib, self.max_splits = torch, lib, max_splits
+        self.name = f"{lib.name}.so"
+        self.description = (f"vattn revision {lib.name} from {lib.path}, run in this loop through vattn.revision_lib "
+                            f"(limits of the shape, max_splits {max_splits}); the tree mask")
+        self.ws = None
+
+    def prepare(self, x):
+        import numpy as np
+        from vattn.revision_lib import Args, Limits
+
+        torch, dev = self.torch, "cuda"
+        self.limits = Limits(max_requests=x.b, max_total_drafts=x.n_q, max_drafts_per_request=x.t, num_heads=x.h,
+                             max_splits=self.max_splits)
+        self.ws_bytes = self.lib.workspace_size(self.limits)
+        self.ws = torch.zeros(self.ws_bytes + 256, dtype=torch.uint8, device=dev)
+        self.ws_off = -self.ws.data_ptr() % 256  # the ABI's 256-byte alignment, whatever the allocator gave
+        bits, per_request = pack_draft_mask(np, x.draft_mask, x.b)
+        self.bits = torch.from_numpy(bits.view(np.int32)).to(dev)
+        self.word_indptr = torch.arange(x.b + 1, dtype=torch.int64, device=dev) * per_request
+        self.kv_indptr = torch.tensor([i * x.p for i in range(x.b + 1)], dtype=torch.int32, device=dev)
+        self.forced = torch.zeros(1, dtype=torch.int32, device=dev)
+        self.indices = [ix.to(torch.int32).contiguous() for ix in x.prefix_indices]
+        self.args = [Args(q=x.q.data_ptr(), kv_pool=x.pool.data_ptr(), n_slots=x.pool.shape[0],
+                          kv_indices=self.indices[s].data_ptr(), kv_indptr=self.kv_indptr.data_ptr(),
+                          kv_draft=x.k_extend.data_ptr(), qo_indptr=x.sgl_qo_indptr.data_ptr(),
+                          mask_bits=self.bits.data_ptr(), mask_word_indptr=self.word_indptr.data_ptr(),
+                          forced_splits=self.forced.data_ptr(), out=x.out.data_ptr(), lse=x.lse.data_ptr(),
+                          num_requests=x.b, n_q=x.n_q, num_heads=x.h, d_qk=D_QK, d_v=D_V, sm_scale=SM_SCALE)
+                     for s in range(x.sets)]
+
+    def call(self, x, s):
+        self.lib.run(self.args[s], self.limits, self.ws.data_ptr() + self.ws_off, self.ws_bytes,
+                     self.torch.cuda.current_stream().cuda_stream)
+
+    def check(self):
+        """After a call has completed: the workspace's device error word (VATTN_DEVERR_*) must be 0."""
+        word = int(self.ws[self.ws_off:self.ws_off + 4].cpu().numpy().view("<u4")[0])
+        if word != 0:
+            raise RuntimeError(f"the kernel's device error word is 0x{word:x} (vattn_abi.h: VATTN_DEVERR_*)")
+
+    def finish(self):
+        self.ws = self.args = self.indices = self.bits = None
+
+
 def make_peers(a, torch):
     """(peers, {name: why not})."""
     peers, missing = [], {}
@@ -291,6 +373,14 @@ def make_peers(a, torch):
                 missing[name] = f"{lib.path}: built without {backend}"
             else:
                 peers.append(FlashInferPeer(torch, lib, name, backend, SM120_SMEM_PER_SM if name == "fa2-sm120" else 0))
+    if a.revision_lib:
+        from vattn.revision_lib import Library as RevisionLibrary, RevisionLibError
+
+        for path in a.revision_lib:
+            try:
+                peers.append(RevisionPeer(torch, RevisionLibrary(path), a.max_splits))
+            except RevisionLibError as e:
+                missing[os.path.basename(path)] = str(e)
     if "sglang" in a.peers:
         from vattn.sglang_files import SglangFilesError, load
 
@@ -323,13 +413,15 @@ def gate_cycles(torch, stream, us):
 
 
 def time_peer(torch, peer, x, a, stream, gate):
-    """Graph-replay and queued medians in us (queued: each replay behind a spin kernel of `gate`
-    cycles, as vattn bench times queued_us), and a float copy of copy 0's output (for the
-    cross-check)."""
+    """Graph-replay and queued times in us, one a replay (queued: each replay behind a spin kernel
+    of `gate` cycles, as vattn bench times queued_us; empty without a gate), and a float copy of
+    copy 0's output (for the cross-check and the accuracy table)."""
     with torch.cuda.stream(stream):
         peer.prepare(x)
         peer.call(x, 0)  # eager first: Triton compiles here, errors surface here
         stream.synchronize()
+        if hasattr(peer, "check"):
+            peer.check()
         if not bool(torch.isfinite(x.out).all()):
             raise RuntimeError("non-finite output")
         out0 = x.out.float().clone()
@@ -353,7 +445,56 @@ def time_peer(torch, peer, x, a, stream, gate):
             e1.synchronize()
             (times if i < a.reps else queued).append(e0.elapsed_time(e1) * 1e3)
         del graphs
-    return median(times), (median(queued) if queued else None), out0
+    return times, queued, out0
+
+
+# ---------------------------------------------------------------------------- accuracy
+
+def reference(torch, x, mask_kind):
+    """float64 output [n_q, h, d_v] of copy 0's inputs (the keys FlashInfer reads: request b's P + T
+    rows of fi_indices[0], its drafts last) under the draft mask (`tree`) or the causal one."""
+    t, p = x.t, x.p
+    m = x.draft_mask if mask_kind == "tree" else torch.ones(t, t).tril().bool().cpu().numpy()
+    seen = torch.cat([torch.ones(t, p, dtype=torch.bool), torch.from_numpy(m)], dim=1).to("cuda")[:, None, :]
+    out = torch.empty((x.n_q, x.h, D_V), dtype=torch.float64, device="cuda")
+    for b in range(x.b):
+        rows = x.fi_indices[0][b * (p + t):(b + 1) * (p + t)].long()
+        k = x.pool[rows, 0].double()                          # [P + T, d_qk]
+        q = x.q[b * t:(b + 1) * t].double()                   # [T, H, d_qk]
+        s = torch.einsum("thd,kd->thk", q, k) * SM_SCALE      # natural-log logits, as the kernels use sm_scale
+        s.masked_fill_(~seen, float("-inf"))
+        out[b * t:(b + 1) * t] = torch.einsum("thk,kd->thd", torch.softmax(s, dim=-1), k[:, :D_V])
+        del k, q, s
+    return out
+
+
+def bf16_ulp_stats(np, out, ref, row_len=D_V):
+    """A kernel's bf16 output against the float64 reference, rows of row_len elements (one query
+    row and head).
+    - misrounded: the share of elements more than half a bf16 ulp of their own reference value
+      away (the ulp of |ref| in [2^e, 2^(e+1)) is 2^(e-7)); elements within 1/64 ulp of a rounding
+      tie, and zeros, are left out of it, as the fp32-partials property does (docs/properties.md);
+    - mean_row_ulps, max_row_ulps: the error in bf16 ulps of the row's largest |ref|. An element's
+      own ulp would make a value that cancels to nearly 0 (a mean of values of both signs) count
+      millions of ulps for an error no kernel that rounds P to bf16 for its mma can avoid.
+    A non-finite output counts as misrounded and makes both errors inf."""
+    out = np.asarray(out, np.float64).reshape(-1, row_len)
+    ref = np.asarray(ref, np.float64).reshape(-1, row_len)
+    bad = ~np.isfinite(out)
+    diff = np.where(bad, np.inf, np.abs(np.where(bad, 0.0, out) - ref))
+    rowmax = np.abs(ref).max(axis=1, keepdims=True)
+    row_ulp = np.exp2(np.floor(np.log2(np.where(rowmax > 0, rowmax, 1.0))) - 7)
+    row_err = diff / row_ulp
+    keep = (ref != 0).ravel()
+    r, d = ref.ravel()[keep], diff.ravel()[keep]
+    ulp = np.exp2(np.floor(np.log2(np.abs(r))) - 7)
+    pos = np.abs(r) / ulp
+    judged = np.abs(pos - np.floor(pos) - 0.5) >= 1 / 64
+    n = int(judged.sum())
+    return {"elements": int(ref.size), "judged": n,
+            "misrounded": float((d[judged] > 0.5 * ulp[judged]).sum() / n) if n else 0.0,
+            "mean_row_ulps": float(row_err.mean()) if ref.size else 0.0,
+            "max_row_ulps": float(row_err.max()) if ref.size else 0.0}
 
 
 # ---------------------------------------------------------------------------- report
@@ -383,9 +524,12 @@ def table_rows(rep, metric, kernels, ratio_cols):
 
 def table(rep):
     kernels = rep["vattn_kernels"] + [p["name"] for p in rep["peers"]]
-    bases = [k for k in rep["vattn_kernels"]]
-    peers = [p["name"] for p in rep["peers"]]
-    lines = [f"peers bench: {rep['device']}; CUDA-graph replay, median of {rep['reps']} after {rep['warmup']} warm-up; "
+    revs = [p["name"] for p in rep["peers"] if p.get("revision")]
+    bases = rep["vattn_kernels"] + revs
+    peers = [p["name"] for p in rep["peers"] if not p.get("revision")]
+    rounds = rep.get("rounds", 1)
+    lines = [f"peers bench: {rep['device']}; CUDA-graph replay, median of {rep['reps']} after {rep['warmup']} warm-up"
+             + (f", peers {rounds} rounds a shape in alternating order" if rounds > 1 else "") + "; "
              + (f"roofline from vattn bench --kernel {rep['roofline_from']} (copy {rep['copy_gbps']:.0f} GB/s, mma.sync "
                 f"{rep['mma_tflops']:.0f} TFLOP/s)" if rep["roofline_from"] else "no roofline (vattn bench did not run)")]
     for k in rep["vattn_kernels"]:
@@ -407,7 +551,31 @@ def table(rep):
         lines.append(head)
         lines += table_rows(rep, "queued_us", kernels, ratio_cols)
     if ratio_cols:
-        lines.append("PEER/REV: the peer's time over the revision's (above 1: the revision is faster).")
+        lines.append("PEER/REV: the peer's time over the revision's (above 1: the revision is faster)"
+                     + ("; REV.so: the revision library timed in this loop (--revision-lib)." if revs else "."))
+    if any(c.get("accuracy") for c in rep["cases"]):
+        judged = [p["name"] for p in rep["peers"]]
+        lines.append("accuracy: each kernel's output on copy 0's inputs against a float64 reference of its own mask: "
+                     "the share of elements misrounded (over 1/2 bf16 ulp of the element) / the mean and the largest "
+                     "error in bf16 ulps of the row's largest |value| (row ulps)")
+        lines.append(f"{'B':>4} {'T':>4} {'tree':<6} {'P':>7} |" + "".join(f" {k:>20}" for k in judged))
+        for c in rep["cases"]:
+            acc = c.get("accuracy", {})
+            row = f"{c['batch']:>4} {c['drafts']:>4} {c['tree']:<6} {c['prefix']:>7} |"
+            for k in judged:
+                st = acc.get(k)
+                row += f" {'-':>20}" if st is None else (f" {100 * st['misrounded']:6.2f}% {st['mean_row_ulps']:5.3f} "
+                                                       f"{st['max_row_ulps']:6.2f}")
+            lines.append(row)
+        pooled = []
+        for k in judged:
+            sts = [c["accuracy"][k] for c in rep["cases"] if k in c.get("accuracy", {})]
+            n = sum(st["judged"] for st in sts)
+            if n:
+                mis = sum(st["misrounded"] * st["judged"] for st in sts) / n
+                pooled.append(f"{k} {100 * mis:.2f}% (largest error {max(st['max_row_ulps'] for st in sts):.2f} row ulps)")
+        if pooled:
+            lines.append("misrounded over all shapes: " + ", ".join(pooled))
     for note in rep["notes"]:
         lines.append(note)
     return "\n".join(lines)
@@ -417,13 +585,15 @@ def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     todo = shapes(a)
     if a.list:
-        print(f"vattn bench --kernel: {', '.join(a.kernel) or '(not run)'}; peers: {', '.join(a.peers) or 'none'}")
+        print(f"vattn bench --kernel: {', '.join(a.kernel) or '(not run)'}; peers: {', '.join(a.peers) or 'none'}"
+              + "".join(f"; revision library {p}" for p in a.revision_lib) + ("; accuracy" if a.accuracy else ""))
         for b, t, tree, p in todo:
             print(f"B={b} T={t} tree={tree} P={p}")
         return 0
     t_start = time.time()
     sys.path.insert(0, os.path.join(ROOT, "python", "src"))
     rep = {"schema": "vattn-peers-bench", "version": 1, "device": "?", "reps": a.reps, "warmup": a.warmup,
+           "rounds": a.rounds,
            "gate_us": a.gate_us,
            "heads": a.heads, "sm_scale": SM_SCALE, "vattn_kernels": [], "roofline_from": None, "copy_gbps": None,
            "mma_tflops": None, "peers": [], "unavailable": {}, "errors": [], "notes": [], "cases": []}
@@ -432,7 +602,7 @@ def main(argv=None):
     failed = bool(a.kernel) and not rep["vattn_kernels"]
 
     peers = []
-    if a.peers:
+    if a.peers or a.revision_lib:
         try:
             import numpy as np
             import torch
@@ -466,22 +636,42 @@ def main(argv=None):
             case["mask"][k] = "tree"
         if peers:
             x = Inputs(torch, np, b, t, tree, p, a.heads, a.seed + i)
-            outs = {}
-            for peer in peers:
-                try:
-                    us, queued, out0 = time_peer(torch, peer, x, a, stream, gate)
-                    case["graph_us"][peer.name] = us
-                    if queued is not None:
-                        case["queued_us"][peer.name] = queued
-                    case["mask"][peer.name] = peer.mask
-                    outs[peer.name] = out0
-                except Exception as e:  # one kernel failing on one shape: say so, go on
-                    failed = True
-                    msg = f"B={b} T={t} P={p}: {peer.name}: {type(e).__name__}: {e}"
-                    rep["errors"].append(msg)
-                    print(f"bench_peers: {msg}", flush=True)
-                finally:
-                    peer.finish()
+            outs, times, queued, broken = {}, {}, {}, set()
+            for r in range(a.rounds):
+                # Rounds alternate the order, so that no kernel always runs first (or right after
+                # another's heat) at this shape; the medians are over every round's replays.
+                for peer in (peers if r % 2 == 0 else peers[::-1]):
+                    if peer.name in broken:
+                        continue
+                    try:
+                        g, qd, out0 = time_peer(torch, peer, x, a, stream, gate)
+                        times.setdefault(peer.name, []).extend(g)
+                        queued.setdefault(peer.name, []).extend(qd)
+                        case["mask"][peer.name] = peer.mask
+                        outs.setdefault(peer.name, out0)
+                    except Exception as e:  # one kernel failing on one shape: say so, go on
+                        failed = True
+                        broken.add(peer.name)
+                        times.pop(peer.name, None)
+                        queued.pop(peer.name, None)
+                        outs.pop(peer.name, None)
+                        msg = f"B={b} T={t} P={p}: {peer.name}: {type(e).__name__}: {e}"
+                        rep["errors"].append(msg)
+                        print(f"bench_peers: {msg}", flush=True)
+                    finally:
+                        peer.finish()
+            for name, v in times.items():
+                case["graph_us"][name] = median(v)
+                if queued.get(name):
+                    case["queued_us"][name] = median(queued[name])
+            if a.accuracy and outs:
+                refs = {}
+                for name, out0 in outs.items():
+                    kind = "tree" if tree == "chain" else case["mask"][name]  # a chain's tree mask is the causal one
+                    if kind not in refs:
+                        refs[kind] = reference(torch, x, kind).cpu().numpy()
+                    case.setdefault("accuracy", {})[name] = bf16_ulp_stats(np, out0.cpu().numpy(), refs[kind])
+                del refs
             if tree == "chain" and len(outs) > 1:  # same inputs, same (causal) mask: the outputs must agree
                 names = sorted(outs)
                 d = max(float((outs[n] - outs[names[0]]).abs().max()) for n in names[1:])
@@ -492,7 +682,8 @@ def main(argv=None):
         rep["cases"].append(case)
         done = ", ".join(f"{k} {v:.1f}" for k, v in case["graph_us"].items())
         print(f"bench_peers: B={b} T={t} P={p} done ({done} us)", flush=True)
-    rep["peers"] = [{"name": p.name, "description": p.description, "mask": p.mask} for p in peers]
+    rep["peers"] = [{"name": p.name, "description": p.description, "mask": p.mask,
+                     **({"revision": True} if isinstance(p, RevisionPeer) else {})} for p in peers]
     if cross:
         rep["notes"].append(f"chain rows, copy 0's inputs: the peers' outputs agree within max |diff| {max(cross):.3g} "
                             "(bf16 outputs of values in [-1, 1])")

@@ -12,8 +12,10 @@
 #            FlashInfer output is within the output bound; a FlashInfer row failing only its lse
 #            bound is printed as a finding about the peer (FlashInfer 0.7.2's fa2 on the H200)
 #   bench    peers/bench_peers.py: the full table (vattn bench of $VATTN_PEERS_KERNELS, default
-#            split-v1,split-v2, a revision not built being reported; FlashInfer fa2, fa2-sm120,
-#            fa3; SGLang's Triton kernel)
+#            split-v1,split-v2, a revision not built being reported; the same revisions' libraries
+#            timed in the peers' own loop (--revision-lib), which is the comparison without two
+#            harnesses in between; FlashInfer fa2, fa2-sm120, fa3; SGLang's Triton kernel) and
+#            the accuracy table (--accuracy)
 # Needs the staged build (.device/build/vattn), the library (.device/flashinfer/, made here with
 # peers/build_flashinfer.sh WHEEL .device/flashinfer) and SGLang's kernel files
 # (.device/sglang-files, made with python3 -m vattn.sglang_files extract WHEEL .device/sglang-files);
@@ -108,10 +110,16 @@ fi
 
 if has bench; then
   echo "---- bench: peers/bench_peers.py (full table)"
-  timeout "$(limit 360)" python3 peers/bench_peers.py --vattn "$b/vattn" --kernel "${VATTN_PEERS_KERNELS:-split-v1,split-v2}" \
+  kernels=${VATTN_PEERS_KERNELS:-split-v1,split-v2}
+  revlibs=()
+  for k in ${kernels//,/ }; do
+    f="$b/revisions/libvattn_rev_${k//-/_}.so"
+    if [ -f "$f" ]; then revlibs+=(--revision-lib "$f"); else echo "bench: no library $f: $k is timed by vattn bench only"; fi
+  done
+  timeout "$(limit 360)" python3 peers/bench_peers.py --vattn "$b/vattn" --kernel "$kernels" "${revlibs[@]}" --accuracy \
     --flashinfer-lib "$lib" --sglang-files "$sgl" --json "$out/bench.json" > "$out/bench.log" 2>&1
   code=$?
-  grep -v "^bench_peers: B=" "$out/bench.log" | tail -75 | cut -c1-260  # both tables
+  grep -v "^bench_peers: B=" "$out/bench.log" | tail -105 | cut -c1-300  # the three tables
   echo "bench exit $code"
   if [ $code = 0 ]; then note bench ok; else note bench FAILED; fi
 fi

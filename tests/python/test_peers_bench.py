@@ -12,6 +12,10 @@
    graph median is latency + kernel, the queued one the kernel alone, each replay behind its own
    spin; without torch.cuda._sleep there is no gate and no queued time.
 4. --gate-us 0 is refused (exit 2).
+5. The accuracy judge (bf16_ulp_stats) on hand-placed values: errors in bf16 ulps of the
+   reference, near-ties left out of the misrounded share, NaN as misrounded; the packed draft
+   mask of a revision library (pack_draft_mask) for T = 40 (two words a row); table() with a
+   revision library (--revision-lib) gives the peers ratios over it and prints the accuracy table.
 
 usage: test_peers_bench.py --vattn PATH/TO/vattn --root REPO   (--vattn is not used)
 """
@@ -130,18 +134,66 @@ def check_timing(bench_peers):
     gate = bench_peers.gate_cycles(torch, FakeStream(), 200)
     check(gate == 200_000, f"gate_cycles: 200 us at 1 GHz is 200000 cycles (got {gate})")
     cuda.sleeps = 0
-    graph_us, queued_us, _ = bench_peers.time_peer(torch, Peer(), X(), A(), FakeStream(), gate)
-    check(abs(graph_us - 38.0) < 1e-6, f"graph replay: launch latency + kernel = 38.0 us (got {graph_us})")
-    check(queued_us is not None and abs(queued_us - 30.0) < 1e-6, f"queued: the kernel alone, 30.0 us (got {queued_us})")
+    graph, queued, _ = bench_peers.time_peer(torch, Peer(), X(), A(), FakeStream(), gate)
+    check(len(graph) == A.reps and all(abs(g - 38.0) < 1e-6 for g in graph),
+          f"graph replay: launch latency + kernel = 38.0 us, one time a replay (got {graph})")
+    check(len(queued) == A.reps and all(abs(q - 30.0) < 1e-6 for q in queued),
+          f"queued: the kernel alone, 30.0 us (got {queued})")
     check(cuda.sleeps == A.reps and cuda.replays == A.warmup + 2 * A.reps,
           f"one spin per queued replay ({cuda.sleeps} spins, {cuda.replays} replays)")
     cuda = FakeCuda()
     cuda._sleep = None  # a torch without _sleep: no gate, graph times only
     torch = FakeTorch(cuda)
     gate = bench_peers.gate_cycles(torch, FakeStream(), 200)
-    graph_us, queued_us, _ = bench_peers.time_peer(torch, Peer(), X(), A(), FakeStream(), gate)
-    check(gate is None and queued_us is None and abs(graph_us - 38.0) < 1e-6 and cuda.replays == A.warmup + A.reps,
-          f"without torch.cuda._sleep: no gate, no queued time, graph time kept ({gate}, {queued_us}, {graph_us})")
+    graph, queued, _ = bench_peers.time_peer(torch, Peer(), X(), A(), FakeStream(), gate)
+    check(gate is None and queued == [] and bench_peers.median(graph) == 38.0 and cuda.replays == A.warmup + A.reps,
+          f"without torch.cuda._sleep: no gate, no queued time, graph time kept ({gate}, {queued}, {graph})")
+
+
+def check_accuracy_and_revisions(bench_peers):
+    import numpy as np
+
+    u = 2.0 ** -7  # a bf16 ulp in [1, 2)
+    ref = np.array([1 + 0.25 * u, 1 + 0.75 * u, 1 + (0.5 + 1e-4) * u, -3 - 0.1 * 2 * u, 0.0, 2.0])
+    out = np.array([1.0, 1.0, 1.0, -3.0, 5.0, np.nan])
+    st = bench_peers.bf16_ulp_stats(np, out, ref, row_len=6)
+    check(st["elements"] == 6 and st["judged"] == 4 and abs(st["misrounded"] - 0.5) < 1e-12
+          and st["max_row_ulps"] == np.inf, f"ulp judge: zero left out, the near-tie not judged, 0.75 ulp and NaN "
+          f"misrounded ({st})")
+    # Rows of two: errors in ulps of the row's largest |ref| (row 2: -3 and 1e-6, ulp 2^-6).
+    ref2 = np.array([1 + 0.25 * u, 1 + 0.75 * u, -3 - 0.1 * 2 * u, 1e-6])
+    out2 = np.array([1.0, 1.0, -3.0, 1e-6 + 0.2 * 2 * u])
+    st = bench_peers.bf16_ulp_stats(np, out2, ref2, row_len=2)
+    check(abs(st["max_row_ulps"] - 0.75) < 1e-9 and abs(st["mean_row_ulps"] - (0.25 + 0.75 + 0.1 + 0.2) / 4) < 1e-9
+          and abs(st["misrounded"] - 2 / 4) < 1e-12, f"ulp judge: a value near 0 errs 0.2 row ulps, not millions of its own "
+          f"ulps, yet counts as misrounded ({st})")
+
+    m = np.zeros((40, 40), bool)
+    m[0, 0] = m[39, 0] = m[39, 33] = m[39, 39] = True
+    bits, per = bench_peers.pack_draft_mask(np, m, 3)
+    check(per == 80 and bits.size == 240 and bits[0] == 1 and bits[78] == 1 and bits[79] == (1 << 1) | (1 << 7)
+          and bits[160 + 79] == bits[79] and int(np.count_nonzero(bits)) == 3 * 3,
+          f"packed mask: 2 words a row, bit j % 32 of word j / 32, the same per request ({per}, {bits[78:80]})")
+
+    rep = {"device": "Stand-in GPU (132 SMs)", "reps": 20, "warmup": 5, "gate_us": 200, "vattn_kernels": [],
+           "roofline_from": None, "copy_gbps": None, "mma_tflops": None, "unavailable": {}, "notes": [],
+           "peers": [{"name": "split-v2.so", "description": "stand-in", "mask": "tree", "revision": True},
+                     {"name": "fa2", "description": "stand-in", "mask": "causal"}],
+           "cases": [{"batch": 8, "drafts": 16, "tree": "chain", "prefix": 4096,
+                      "graph_us": {"split-v2.so": 60.0, "fa2": 63.0}, "queued_us": {"split-v2.so": 60.0, "fa2": 57.0},
+                      "mask": {"split-v2.so": "tree", "fa2": "causal"},
+                      "accuracy": {"split-v2.so": {"elements": 10, "judged": 10, "misrounded": 0.1, "mean_row_ulps": 0.3,
+                                                   "max_row_ulps": 1.0},
+                                   "fa2": {"elements": 10, "judged": 10, "misrounded": 0.3, "mean_row_ulps": 0.4,
+                                           "max_row_ulps": 2.0}}}]}
+    text = bench_peers.table(rep)
+    lines = text.splitlines()
+    rows = [l for l in lines if l.strip().startswith("8   16 chain")]
+    check(any("fa2/v2.so" in l for l in lines) and len(rows) == 3 and rows[0].split()[-1] == "1.05"
+          and rows[1].split()[-1] == "0.95", f"fa2 over the revision library: 1.05 graph, 0.95 queued ({rows[:2]})")
+    check(len(rows) == 3 and "10.00%" in rows[2] and "30.00%" in rows[2]
+          and "split-v2.so 10.00% (largest error 1.00 row ulps), fa2 30.00% (largest error 2.00 row ulps)" in text,
+          f"the accuracy table and its pooled line ({rows[2:] if len(rows) > 2 else rows})")
 
 
 def main():
@@ -195,6 +247,7 @@ def main():
           "a report without queued times prints the graph table only")
 
     check_timing(bench_peers)
+    check_accuracy_and_revisions(bench_peers)
 
     p = subprocess.run([sys.executable, os.path.join(a.root, "peers", "bench_peers.py"), "--gate-us", "0", "--list"],
                        capture_output=True, text=True)
