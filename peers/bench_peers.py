@@ -378,9 +378,18 @@ def make_peers(a, torch):
 
         for path in a.revision_lib:
             try:
-                peers.append(RevisionPeer(torch, RevisionLibrary(path), a.max_splits))
+                peer = RevisionPeer(torch, RevisionLibrary(path), a.max_splits)
             except RevisionLibError as e:
                 missing[os.path.basename(path)] = str(e)
+                continue
+            # Two builds of one revision (a patched tree beside HEAD) share its name: the column
+            # takes the file's name then, so that their replays never pool.
+            if any(p.name == peer.name for p in peers):
+                peer.name = f"{peer.name}:{os.path.basename(path)}"
+            if any(p.name == peer.name for p in peers):
+                missing[path] = "given twice"
+                continue
+            peers.append(peer)
     if "sglang" in a.peers:
         from vattn.sglang_files import SglangFilesError, load
 
@@ -418,6 +427,10 @@ def time_peer(torch, peer, x, a, stream, gate):
     copy 0's output (for the cross-check and the accuracy table)."""
     with torch.cuda.stream(stream):
         peer.prepare(x)
+        # The tensors are shared by every peer: NaN first, so a kernel that leaves rows unwritten
+        # fails the check below instead of passing on the previous peer's output.
+        x.out.fill_(float("nan"))
+        x.lse.fill_(float("nan"))
         peer.call(x, 0)  # eager first: Triton compiles here, errors surface here
         stream.synchronize()
         if hasattr(peer, "check"):
@@ -497,7 +510,46 @@ def bf16_ulp_stats(np, out, ref, row_len=D_V):
             "max_row_ulps": float(row_err.max()) if ref.size else 0.0}
 
 
+def time_shape(torch, peers, x, a, stream, gate, case, label, errors):
+    """Every peer on one shape's inputs, a.rounds times, the order reversed every other round so
+    that no kernel always runs first (or right after another's heat); the medians go into case
+    (graph_us, queued_us, mask) over every round's replays. A peer that raises is reported in
+    `errors`, left out of the later rounds and of the case. Returns ({name: copy 0's output from
+    its first round}, whether one failed)."""
+    outs, times, queued, broken = {}, {}, {}, set()
+    for r in range(a.rounds):
+        for peer in (peers if r % 2 == 0 else peers[::-1]):
+            if peer.name in broken:
+                continue
+            try:
+                g, qd, out0 = time_peer(torch, peer, x, a, stream, gate)
+                times.setdefault(peer.name, []).extend(g)
+                queued.setdefault(peer.name, []).extend(qd)
+                outs.setdefault(peer.name, out0)
+            except Exception as e:  # one kernel failing on one shape: say so, go on
+                broken.add(peer.name)
+                msg = f"{label}: {peer.name}: {type(e).__name__}: {e}"
+                errors.append(msg)
+                print(f"bench_peers: {msg}", flush=True)
+            finally:
+                peer.finish()
+    for peer in peers:
+        if peer.name in broken or peer.name not in times:
+            outs.pop(peer.name, None)
+            continue
+        case["graph_us"][peer.name] = median(times[peer.name])
+        if queued[peer.name]:
+            case["queued_us"][peer.name] = median(queued[peer.name])
+        case["mask"][peer.name] = peer.mask
+    return outs, bool(broken)
+
+
 # ---------------------------------------------------------------------------- report
+
+def ratio_width(peer, kernel):
+    """A ratio column's width: its header, PEER/REV, and at least 9."""
+    return max(9, len(peer) + 1 + len(SHORT.get(kernel, kernel)))
+
 
 def table_rows(rep, metric, kernels, ratio_cols):
     """One table's rows: each kernel's `metric` (graph_us or queued_us) and % of the roofline, then
@@ -517,7 +569,7 @@ def table_rows(rep, metric, kernels, ratio_cols):
                 row += f" {us:8.1f}{mark}{pct:>5}"
         for p, k in ratio_cols:
             pu, ku = times.get(p), times.get(k)
-            row += f" {(f'{pu / ku:.2f}' if pu and ku else '-'):>{max(9, len(p) + 4)}}"
+            row += f" {(f'{pu / ku:.2f}' if pu and ku else '-'):>{ratio_width(p, k)}}"
         lines.append(row)
     return lines
 
@@ -540,7 +592,7 @@ def table(rep):
         lines.append(f"  {k:<10} NOT AVAILABLE: {why}")
     head = f"{'B':>4} {'T':>4} {'tree':<6} {'P':>7} {'roof_us':>8} |" + "".join(f" {k:>14}" for k in kernels) + " |"
     ratio_cols = [(p, k) for k in bases for p in peers]
-    head += "".join(f" {p + '/' + SHORT.get(k, k):>{max(9, len(p) + 4)}}" for p, k in ratio_cols)
+    head += "".join(f" {p + '/' + SHORT.get(k, k):>{ratio_width(p, k)}}" for p, k in ratio_cols)
     lines.append(head)
     lines += table_rows(rep, "graph_us", kernels, ratio_cols)
     lines.append("us: graph replay; %: roofline_us / us. *: FlashInfer has no tree mask; on tree rows it ran its causal "
@@ -636,34 +688,8 @@ def main(argv=None):
             case["mask"][k] = "tree"
         if peers:
             x = Inputs(torch, np, b, t, tree, p, a.heads, a.seed + i)
-            outs, times, queued, broken = {}, {}, {}, set()
-            for r in range(a.rounds):
-                # Rounds alternate the order, so that no kernel always runs first (or right after
-                # another's heat) at this shape; the medians are over every round's replays.
-                for peer in (peers if r % 2 == 0 else peers[::-1]):
-                    if peer.name in broken:
-                        continue
-                    try:
-                        g, qd, out0 = time_peer(torch, peer, x, a, stream, gate)
-                        times.setdefault(peer.name, []).extend(g)
-                        queued.setdefault(peer.name, []).extend(qd)
-                        case["mask"][peer.name] = peer.mask
-                        outs.setdefault(peer.name, out0)
-                    except Exception as e:  # one kernel failing on one shape: say so, go on
-                        failed = True
-                        broken.add(peer.name)
-                        times.pop(peer.name, None)
-                        queued.pop(peer.name, None)
-                        outs.pop(peer.name, None)
-                        msg = f"B={b} T={t} P={p}: {peer.name}: {type(e).__name__}: {e}"
-                        rep["errors"].append(msg)
-                        print(f"bench_peers: {msg}", flush=True)
-                    finally:
-                        peer.finish()
-            for name, v in times.items():
-                case["graph_us"][name] = median(v)
-                if queued.get(name):
-                    case["queued_us"][name] = median(queued[name])
+            outs, bad = time_shape(torch, peers, x, a, stream, gate, case, f"B={b} T={t} P={p}", rep["errors"])
+            failed = failed or bad
             if a.accuracy and outs:
                 refs = {}
                 for name, out0 in outs.items():

@@ -116,10 +116,10 @@ if has bench; then
     f="$b/revisions/libvattn_rev_${k//-/_}.so"
     if [ -f "$f" ]; then revlibs+=(--revision-lib "$f"); else echo "bench: no library $f: $k is timed by vattn bench only"; fi
   done
-  timeout "$(limit 360)" python3 peers/bench_peers.py --vattn "$b/vattn" --kernel "$kernels" "${revlibs[@]}" --accuracy \
+  timeout "$(limit 360)" python3 peers/bench_peers.py --vattn "$b/vattn" --kernel "$kernels" ${revlibs[@]+"${revlibs[@]}"} --accuracy \
     --flashinfer-lib "$lib" --sglang-files "$sgl" --json "$out/bench.json" > "$out/bench.log" 2>&1
   code=$?
-  grep -v "^bench_peers: B=" "$out/bench.log" | tail -105 | cut -c1-300  # the three tables
+  grep -v "^bench_peers: B=" "$out/bench.log" | tail -105 | cut -c1-420  # the three tables
   echo "bench exit $code"
   if [ $code = 0 ]; then note bench ok; else note bench FAILED; fi
 fi

@@ -12,7 +12,9 @@
    graph median is latency + kernel, the queued one the kernel alone, each replay behind its own
    spin; without torch.cuda._sleep there is no gate and no queued time.
 4. --gate-us 0 is refused (exit 2).
-5. The accuracy judge (bf16_ulp_stats) on hand-placed values: errors in bf16 ulps of the
+5. time_shape() with --rounds 3: the order alternates, a peer failing in round 2 is reported
+   once and left out of the case.
+6. The accuracy judge (bf16_ulp_stats) on hand-placed values: errors in bf16 ulps of the
    reference, near-ties left out of the misrounded share, NaN as misrounded; the packed draft
    mask of a revision library (pack_draft_mask) for T = 40 (two words a row); table() with a
    revision library (--revision-lib) gives the peers ratios over it and prints the accuracy table.
@@ -97,8 +99,15 @@ class FakeStream:
 
 
 class FakeTensor:
+    def __init__(self):
+        self.fills = []
+
     def all(self):
         return True
+
+    def fill_(self, v):
+        self.fills.append(v)
+        return self
 
     def float(self):
         return self
@@ -124,7 +133,7 @@ def check_timing(bench_peers):
             pass
 
     class X:
-        sets, out = 2, FakeTensor()
+        sets, out, lse = 2, FakeTensor(), FakeTensor()
 
     class A:
         reps, warmup = 7, 3
@@ -141,6 +150,8 @@ def check_timing(bench_peers):
           f"queued: the kernel alone, 30.0 us (got {queued})")
     check(cuda.sleeps == A.reps and cuda.replays == A.warmup + 2 * A.reps,
           f"one spin per queued replay ({cuda.sleeps} spins, {cuda.replays} replays)")
+    check(len(X.out.fills) == 1 and X.out.fills[0] != X.out.fills[0] and len(X.lse.fills) == 1,
+          f"out and lse are set to NaN before the peer's first call ({X.out.fills}, {X.lse.fills})")
     cuda = FakeCuda()
     cuda._sleep = None  # a torch without _sleep: no gate, graph times only
     torch = FakeTorch(cuda)
@@ -148,6 +159,48 @@ def check_timing(bench_peers):
     graph, queued, _ = bench_peers.time_peer(torch, Peer(), X(), A(), FakeStream(), gate)
     check(gate is None and queued == [] and bench_peers.median(graph) == 38.0 and cuda.replays == A.warmup + A.reps,
           f"without torch.cuda._sleep: no gate, no queued time, graph time kept ({gate}, {queued}, {graph})")
+
+
+def check_rounds(bench_peers):
+    """time_shape(): rounds in alternating order, medians over every round's replays, a peer that
+    fails in a later round dropped from the case (times, mask, output) and reported once."""
+    calls = []
+
+    class Peer:
+        def __init__(self, name, fail_in_round=None):
+            self.name, self.mask, self.fail_in_round, self.round = name, "tree", fail_in_round, 0
+
+        def prepare(self, x):
+            calls.append(self.name)
+            self.round += 1
+            if self.round == self.fail_in_round:
+                raise RuntimeError("stand-in failure")
+
+        def call(self, x, s):
+            pass
+
+        def finish(self):
+            pass
+
+    class X:
+        sets, out, lse = 1, FakeTensor(), FakeTensor()
+
+    class A:
+        reps, warmup, rounds = 3, 0, 3
+
+    cuda = FakeCuda()
+    torch = FakeTorch(cuda)
+    gate = bench_peers.gate_cycles(torch, FakeStream(), 200)
+    case, errors = {"graph_us": {}, "queued_us": {}, "mask": {}}, []
+    outs, bad = bench_peers.time_shape(torch, [Peer("a"), Peer("b", fail_in_round=2), Peer("c")], X(), A(), FakeStream(),
+                                       gate, case, "B=1 T=1 P=1", errors)
+    check(calls == ["a", "b", "c", "c", "b", "a", "a", "c"],
+          f"rounds alternate the order; a peer that failed is not run again ({calls})")
+    check(bad and len(errors) == 1 and "B=1 T=1 P=1: b: RuntimeError: stand-in failure" in errors[0],
+          f"the failure is reported once, with the shape and the peer ({errors})")
+    check(sorted(case["graph_us"]) == ["a", "c"] and sorted(case["mask"]) == ["a", "c"] and sorted(outs) == ["a", "c"]
+          and abs(case["graph_us"]["a"] - 38.0) < 1e-6 and abs(case["queued_us"]["c"] - 30.0) < 1e-6,
+          f"the failed peer leaves no time, mask or output; the others' medians are kept ({case}, {sorted(outs)})")
 
 
 def check_accuracy_and_revisions(bench_peers):
@@ -248,6 +301,7 @@ def main():
 
     check_timing(bench_peers)
     check_accuracy_and_revisions(bench_peers)
+    check_rounds(bench_peers)
 
     p = subprocess.run([sys.executable, os.path.join(a.root, "peers", "bench_peers.py"), "--gate-us", "0", "--list"],
                        capture_output=True, text=True)

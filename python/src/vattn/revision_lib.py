@@ -35,7 +35,8 @@ class RevisionLibError(RuntimeError):
 # The structs of vattn_abi.h, field for field and in order; ctypes lays them out as the C
 # compiler does on the platforms the suite builds for (natural alignment). The ABI has no size
 # query, so tests/python/test_revision_lib.py checks the layout through run()'s host-side
-# refusals: one field broken at a time must give that field's status.
+# refusals: one field broken at a time must give that field's status (two pointers the checks
+# treat alike could still be swapped unseen; the docstring there says which).
 class Caps(ctypes.Structure):
     _fields_ = [
         ("abi_version", ctypes.c_int), ("name", ctypes.c_char_p), ("description", ctypes.c_char_p),
@@ -103,8 +104,9 @@ class Library:
         self._rev = table.contents
         if self._rev.abi_version != ABI_VERSION:
             raise RevisionLibError(f"{self.path}: ABI version {self._rev.abi_version}, this binding speaks {ABI_VERSION}")
-        if not (self._rev.capabilities and self._rev.workspace_size and self._rev.run and self._rev.status_string):
-            raise RevisionLibError(f"{self.path}: the revision table lacks an entry point")
+        absent = [n for n in ("capabilities", "workspace_size", "run", "status_string") if not getattr(self._rev, n)]
+        if absent:
+            raise RevisionLibError(f"{self.path}: the revision table has no {', '.join(absent)} entry point")
         caps = Caps()
         self._check(self._rev.capabilities(ctypes.byref(caps)), "capabilities")
         if caps.abi_version != ABI_VERSION:
@@ -146,7 +148,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
         print("usage: python3 -m vattn.revision_lib LIB.so\n\nLoads a vattn kernel revision library (ABI "
-              f"{ABI_VERSION}) and prints its capabilities; exit 0, or 1 naming the file when it cannot be used.",
+              f"{ABI_VERSION}) and prints its capabilities; exit 0, 1 naming the file when it cannot be used, 2 usage.",
               file=sys.stdout if argv and argv[0] in ("-h", "--help") else sys.stderr)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     try:
