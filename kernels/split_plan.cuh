@@ -79,6 +79,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
       h->splits_used = 0;
       h->total_work = 0;
       h->total_reduce = 0;
+      tl_plan_written();
     }
     return;
   }
@@ -175,6 +176,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
     h->splits_used = static_cast<uint32_t>(max_s);
     h->total_work = total_work;
     h->total_reduce = total_reduce;
+    tl_plan_written();
   }
   (void)total_partial;
 }

@@ -62,4 +62,11 @@ __device__ __forceinline__ void tl_plan() {
 #endif
 }
 
+// The plan kernel's last store (its header) issued; called by the thread that writes it.
+__device__ __forceinline__ void tl_plan_written() {
+#ifdef VATTN_TIMELINE
+  g_tl_plan_ns[1] = tl_now();
+#endif
+}
+
 }  // namespace vattn::VATTN_KERN_NS

@@ -35,13 +35,18 @@ std::string where(size_t call, int block) {
 TimelineSummary summarize_timeline(const std::vector<vattn_timeline>& calls, int partial_blocks) {
   if (calls.empty()) throw std::runtime_error("timeline: no call to summarize");
   const int blocks = std::min(partial_blocks, VATTN_TL_BLOCKS);
-  std::vector<double> samples[2][kPhases], rates, past_wait, done, r_wait, r_done, r_entry, r_after;
+  std::vector<double> samples[2][kPhases], rates, past_wait, done, r_wait, r_done, r_entry, r_after, written;
   TimelineSummary sum;
   for (size_t c = 0; c < calls.size(); ++c) {
     const vattn_timeline& t = calls[c];
     const uint64_t plan0 = t.plan_ns[0];
     if (plan0 == 0) throw std::runtime_error("timeline: call " + std::to_string(c) + " has no plan-kernel stamp");
     auto since_plan = [&](uint64_t ns) { return (static_cast<double>(ns) - static_cast<double>(plan0)) * 1e-3; };
+    if (t.plan_ns[1] != 0) {
+      if (t.plan_ns[1] < plan0)
+        throw std::runtime_error("timeline: call " + std::to_string(c) + ": the plan written before the plan kernel's entry");
+      written.push_back(since_plan(t.plan_ns[1]));
+    }
     double wait_c = 0, done_c = 0, rwait_c = 0, rdone_c = 0;
     int with_items = 0, with_later = 0;
     for (int k = 0; k < blocks; ++k) {
@@ -95,6 +100,7 @@ TimelineSummary summarize_timeline(const std::vector<vattn_timeline>& calls, int
     sum.blocks_with_later_items = std::max(sum.blocks_with_later_items, with_later);
   }
   sum.clock_ghz = median_of(rates);
+  sum.plan_written = median_of(written);
   sum.partial_past_wait = median_of(past_wait);
   sum.partial_done = median_of(done);
   sum.reduce_past_wait = median_of(r_wait);
@@ -115,6 +121,10 @@ std::string timeline_table(const TimelineSummary& s) {
                                                {"the last partial item stored", s.partial_done},
                                                {"every reduce block past its wait (the partials are in)", s.reduce_past_wait},
                                                {"the reduce done", s.reduce_done}};
+  if (s.plan_written > 0) {
+    std::snprintf(line, sizeof line, "  %-56s %9.2f\n", "the plan written (the plan kernel's last store)", s.plan_written);
+    os << line;
+  }
   for (const auto& [name, v] : ms) {
     std::snprintf(line, sizeof line, "  %-56s %9.2f\n", name, v);
     os << line;

@@ -85,6 +85,23 @@ TEST_CASE("timeline summary: phases from each block's clock, milestones from the
   CHECK(table.find("2.00 GHz") != std::string::npos);
   CHECK(table.find("with a later item: 1") != std::string::npos);
   CHECK(table.find("past its wait to done") != std::string::npos);
+  CHECK(s.plan_written == 0);  // no call stamped it: no line
+  CHECK(table.find("the plan written") == std::string::npos);
+}
+
+TEST_CASE("timeline summary: the plan written, a median over the calls that stamp it", "[timeline]") {
+  std::vector<vattn_timeline> calls;
+  for (uint64_t w : {700u, 900u, 0u, 800u}) {  // the third call has no stamp: it does not count
+    auto t = empty_call();
+    stamp_block(*t, 0, 1, kPlan + 2000, 1000);
+    t->plan_ns[1] = w == 0 ? 0 : kPlan + w;
+    calls.push_back(*t);
+  }
+  const vattn::TimelineSummary s = vattn::summarize_timeline(calls, 1);
+  CHECK(s.plan_written == Approx(0.8));
+  CHECK(vattn::timeline_table(s).find("the plan written") != std::string::npos);
+  calls[1].plan_ns[1] = kPlan - 1;  // before the entry: not one call's stamps
+  CHECK_THROWS_WITH(vattn::summarize_timeline(calls, 1), Catch::Contains("call 1") && Catch::Contains("plan written"));
 }
 
 TEST_CASE("timeline summary: milestones are medians over calls, phases pool every call", "[timeline]") {
