@@ -19,6 +19,10 @@ __device__ __forceinline__ int ceil_div(int a, int b) { return (a + b - 1) / b; 
 // and the first items are warp reductions and scans. A loop over every request in one thread,
 // which read its running maximum back from global memory each time, cost 2-5 us per call on
 // the H200; block-wide CUB scans cost ~1.5 us more than that loop at B = 1 (PERF.md, session 14).
+// Its loops are not unrolled: one block runs this code once a call, cold in the instruction
+// cache, and the unrolled form (1352 instructions on sm_90a, against 728) took about 500 SM
+// cycles longer to the plan's last store; split-v2 became 0.3-0.4% faster over the verify
+// shapes and 0.5-1.5% at B=8 T=16 P=4096 (PERF.md, session 30).
 __device__ __forceinline__ int warp_exclusive_sum(int v, int lane, int& total) {
   int incl = v;
 #pragma unroll
@@ -45,6 +49,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
   __syncthreads();
 
   uint32_t err = 0;
+#pragma unroll 1
   for (int b = threadIdx.x; b < B; b += blockDim.x) {
     const int q0 = a.qo_indptr[b], q1 = a.qo_indptr[b + 1];
     const int k0 = a.kv_indptr[b], k1 = a.kv_indptr[b + 1];
@@ -91,6 +96,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
   // Balance: each request gets splits in proportion to its keys so that all work items
   // together fill the GPU once (rounded down: a second, mostly idle wave costs a whole pass).
   long long key_work = 0;
+#pragma unroll 1
   for (int b = bl0; b < bl1; ++b)
     key_work += static_cast<long long>(ceil_div(s_drafts[b] * H, kRowsPerTile)) * (s_prefix[b] + s_drafts[b]);
 #pragma unroll
@@ -109,6 +115,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
       reduce += row_tiles;
     }
   };
+#pragma unroll 1
   for (int b = bl0; b < bl1; ++b) {
     const int drafts = s_drafts[b], keys = s_prefix[b] + drafts;
     const int row_tiles = ceil_div(drafts * H, kRowsPerTile);
@@ -156,6 +163,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
   reduce = warp_exclusive_sum(reduce, lane, total_reduce);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) max_s = max(max_s, __shfl_xor_sync(0xffffffffu, max_s, o));
+#pragma unroll 1
   for (int b = bl0; b < bl1; ++b) {
     RequestPlan r;
     r.prefix = s_prefix[b];

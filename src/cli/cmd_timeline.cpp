@@ -19,9 +19,9 @@ int cmd_timeline(int argc, char** argv) {
             "(its kernels stamp %globaltimer and clock64 at fixed points: kernels/vattn_timeline.h;\n"
             "revisions/libvattn_rev_v2_timeline.so, built with -DVATTN_BUILD_PROBES=ON) on one `vattn bench`\n"
             "case as CUDA-graph replays, reads the stamps after each call and prints the milestones of\n"
-            "the call (the plan done, the last partial stored, the reduce done) and each item's phases\n"
-            "(Q in, tile 0 in, the tile loop, the store), then when the reduce blocks began and how long\n"
-            "each ran past its wait. The stamps cost the kernel a little: compare\n"
+            "the call (the plan written, the plan done, the last partial stored, the reduce done) and\n"
+            "each item's phases (Q in, tile 0 in, the tile loop, the store), then when the reduce blocks\n"
+            "began and how long each ran past its wait. The stamps cost the kernel a little: compare\n"
             "speeds with `vattn bench` on the real revision, phases with this. Needs a CUDA device.");
   args.option("kernel", "LIB", "a timing-probe revision library (one that exports vattn_timeline_read_v1)", "", 'k')
       .option("batch", "B", "requests", "1")
