@@ -100,6 +100,7 @@ TimelineSummary summarize_timeline(const std::vector<vattn_timeline>& calls, int
     sum.blocks_with_later_items = std::max(sum.blocks_with_later_items, with_later);
   }
   sum.clock_ghz = median_of(rates);
+  sum.plan_written_calls = static_cast<int>(written.size());
   sum.plan_written = median_of(written);
   sum.partial_past_wait = median_of(past_wait);
   sum.partial_done = median_of(done);
@@ -121,7 +122,7 @@ std::string timeline_table(const TimelineSummary& s) {
                                                {"the last partial item stored", s.partial_done},
                                                {"every reduce block past its wait (the partials are in)", s.reduce_past_wait},
                                                {"the reduce done", s.reduce_done}};
-  if (s.plan_written > 0) {
+  if (s.plan_written_calls > 0) {
     std::snprintf(line, sizeof line, "  %-56s %9.2f\n", "the plan written (the plan kernel's last store)", s.plan_written);
     os << line;
   }

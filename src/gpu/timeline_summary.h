@@ -33,10 +33,11 @@ struct TimelineSummary {
   // us from the plan kernel's entry, the largest over blocks (one call), or the median over
   // calls.
   double partial_past_wait = 0, partial_done = 0, reduce_past_wait = 0, reduce_done = 0;
-  // The plan kernel's last store issued (its header), median over the calls that stamp it; 0
-  // when none does (a probe built before that stamp existed). Its distance to
-  // partial_past_wait is what the dependent launch's release costs after the plan is written.
+  // The plan kernel's last store issued (its header), median over the calls that stamp it
+  // (plan_written_calls of them; none in a probe built before that stamp existed). Its distance
+  // to partial_past_wait is what the dependent launch's release costs after the plan is written.
   double plan_written = 0;
+  int plan_written_calls = 0;
   // Reduce blocks, pooled over blocks and calls (%globaltimer, so 0.26 us ticks on the H200):
   // when each began (us after the plan kernel's entry; a block begins once its SM is free of
   // partial blocks) and how long it ran past its wait.

@@ -85,7 +85,7 @@ TEST_CASE("timeline summary: phases from each block's clock, milestones from the
   CHECK(table.find("2.00 GHz") != std::string::npos);
   CHECK(table.find("with a later item: 1") != std::string::npos);
   CHECK(table.find("past its wait to done") != std::string::npos);
-  CHECK(s.plan_written == 0);  // no call stamped it: no line
+  CHECK(s.plan_written_calls == 0);  // no call stamped it: no line
   CHECK(table.find("the plan written") == std::string::npos);
 }
 
@@ -98,6 +98,7 @@ TEST_CASE("timeline summary: the plan written, a median over the calls that stam
     calls.push_back(*t);
   }
   const vattn::TimelineSummary s = vattn::summarize_timeline(calls, 1);
+  CHECK(s.plan_written_calls == 3);
   CHECK(s.plan_written == Approx(0.8));
   CHECK(vattn::timeline_table(s).find("the plan written") != std::string::npos);
   calls[1].plan_ns[1] = kPlan - 1;  // before the entry: not one call's stamps
