@@ -10,7 +10,8 @@
  *   +0 the item begins, +1 Q is in the registers, +2 tile 0 is in shared memory,
  *   +3 the tile loop has ended, +4 the partial (or the output) is stored.
  * Reduce kernel, block k < VATTN_TL_REDUCE_BLOCKS, slot 0 entry, 1 past pdl_wait, 2 done.
- * Plan kernel: slot 0 entry, 1 its last store (the header) issued. A block that did not reach a point leaves 0 there. */
+ * Plan kernel: slot 0 entry, 1 its last store (the header) issued.
+ * A block that did not reach a point leaves 0 there. */
 #ifndef VATTN_TIMELINE_H
 #define VATTN_TIMELINE_H
 

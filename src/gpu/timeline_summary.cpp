@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace vattn {
 namespace {
@@ -118,14 +119,12 @@ std::string timeline_table(const TimelineSummary& s) {
   char line[256];
   std::snprintf(line, sizeof line, "milestones, us after the plan kernel's entry (%%globaltimer; the last block; median over calls):\n");
   os << line;
-  const std::pair<const char*, double> ms[] = {{"every partial block past its wait (the plan is done)", s.partial_past_wait},
-                                               {"the last partial item stored", s.partial_done},
-                                               {"every reduce block past its wait (the partials are in)", s.reduce_past_wait},
-                                               {"the reduce done", s.reduce_done}};
-  if (s.plan_written_calls > 0) {
-    std::snprintf(line, sizeof line, "  %-56s %9.2f\n", "the plan written (the plan kernel's last store)", s.plan_written);
-    os << line;
-  }
+  std::vector<std::pair<const char*, double>> ms;
+  if (s.plan_written_calls > 0) ms.push_back({"the plan written (the plan kernel's last store)", s.plan_written});
+  ms.insert(ms.end(), {{"every partial block past its wait (the plan is done)", s.partial_past_wait},
+                       {"the last partial item stored", s.partial_done},
+                       {"every reduce block past its wait (the partials are in)", s.reduce_past_wait},
+                       {"the reduce done", s.reduce_done}});
   for (const auto& [name, v] : ms) {
     std::snprintf(line, sizeof line, "  %-56s %9.2f\n", name, v);
     os << line;
