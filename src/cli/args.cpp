@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include <CLI/CLI.hpp>
+
 #include "commands.h"
 #include "gen_kinds.h"
 #include "read_watchdog.h"
@@ -54,60 +56,85 @@ const Args::Spec* Args::find(const std::string& name) const {
 }
 
 bool Args::parse(int argc, char** argv) {
-  bool options_done = false;
+  // --help wins wherever it stands before "--": `vattn gen -o --help` prints the help, not a
+  // file named --help or a complaint about -o.
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (options_done || a.empty() || a[0] != '-' || a == "-") {
-      if (!pos_allowed_) throw UsageError("unexpected argument '" + a + "'");
-      positional_.push_back(a);
-      continue;
-    }
-    if (a == "--") {
-      options_done = true;
-      continue;
-    }
-    std::string name, value;
-    bool has_inline_value = false;
-    const Spec* spec = nullptr;
-    if (a.size() == 2 && a[0] == '-' && a[1] != '-') {
-      for (const auto& s : specs_) {
-        if (s.alias == a[1]) spec = &s;
-      }
-      if (a == "-h") spec = find("help");
-      if (!spec) throw UsageError("unknown option '" + a + "'");
-      name = spec->name;
-    } else if (a.rfind("--", 0) == 0) {
-      const size_t eq = a.find('=');
-      name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-      if (eq != std::string::npos) {
-        value = a.substr(eq + 1);
-        has_inline_value = true;
-      }
-      spec = find(name);
-      if (!spec) throw UsageError("unknown option '--" + name + "'");
-    } else {
-      throw UsageError("unknown option '" + a + "'");
-    }
-    if (name == "help") {
+    if (a == "--") break;
+    if (a == "--help" || a == "-h") {
       std::fputs(help_text().c_str(), stdout);
       return false;
     }
-    if (spec->takes_value) {
-      if (!has_inline_value) {
-        if (i + 1 >= argc) throw UsageError("option '" + a + "' needs a value (" + spec->metavar + ")");
-        value = argv[++i];
-      }
-      // An empty value is never meaningful here; taken as "not given" it would silently pick a
-      // default (the built-in kernel, every case, ...).
-      if (value.empty()) {
-        throw UsageError("option '" + (has_inline_value ? "--" + name : a) + "' has an empty value (" + spec->metavar + ")");
-      }
-    } else if (has_inline_value) {
-      throw UsageError("option '--" + name + "' takes no value");
-    }
-    if (values_.count(name)) throw UsageError("option '--" + name + "' given twice");
-    values_[name] = value;
   }
+  // "--out=" is an empty value here; CLI11 would take the next argument as the value instead.
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    const Spec* s = a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=' ? find(a.substr(2, a.size() - 3)) : nullptr;
+    if (s && s->takes_value) throw UsageError("option '" + a.substr(0, a.size() - 1) + "' has an empty value (" + s->metavar + ")");
+  }
+  // CLI11 tokenizes and matches the options. What it lets through and vattn refuses is checked
+  // after it: an option given twice (CLI11 would keep the last), an empty value (taken as "not
+  // given" it would silently pick a default: the built-in kernel, every case, ...), a value on a
+  // flag, an unknown option (kept as an extra so that the message can name it), too few
+  // positionals. The help page stays vattn's own (help_text): notes, examples and exit codes in
+  // the one layout every command shares.
+  CLI::App app(description_, "vattn " + command_);
+  app.set_help_flag();
+  app.allow_extras();
+  std::vector<std::pair<const Spec*, CLI::Option*>> opts;
+  for (const auto& s : specs_) {
+    if (s.name == "help") continue;
+    const std::string names = (s.alias ? std::string("-") + s.alias + "," : std::string()) + "--" + s.name;
+    CLI::Option* o = s.takes_value ? app.add_option(names, s.help)
+                                         ->type_name(s.metavar)
+                                         ->expected(1)
+                                         ->allow_extra_args(false)
+                                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                                   : app.add_flag(names, s.help);
+    opts.emplace_back(&s, o);
+  }
+  std::vector<std::string> positional;
+  if (pos_allowed_) app.add_option("positionals", positional, pos_help_);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ArgumentMismatch&) {
+    // An option of one value without it: the last argument (CLI11 takes whatever follows an
+    // option as its value, as vattn always has).
+    const std::string last = argv[argc - 1];
+    for (const auto& s : specs_) {
+      if (s.takes_value && (last == "--" + s.name || (s.alias && last == std::string("-") + s.alias)))
+        throw UsageError("option '" + last + "' needs a value (" + s.metavar + ")");
+    }
+    throw UsageError("an option is missing its value");
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());
+  }
+  for (const std::string& extra : app.remaining()) {
+    if (extra == "--") continue;
+    if (extra.size() > 1 && extra[0] == '-') {
+      const size_t eq = extra.find('=');
+      throw UsageError("unknown option '" + extra.substr(0, eq) + "'");
+    }
+    throw UsageError("unexpected argument '" + extra + "'");
+  }
+  for (const auto& so : opts) {
+    const Spec& s = *so.first;
+    const CLI::Option* o = so.second;
+    if (o->count() == 0) continue;
+    const std::vector<std::string>& got = o->results();
+    if (o->count() > 1 || got.size() > 1) throw UsageError("option '--" + s.name + "' given twice");
+    if (!s.takes_value) {
+      // CLI11 reads "--flag=false" as a flag turned off; vattn's flags take no value at all.
+      if (!got.empty() && got.front() != "true") throw UsageError("option '--" + s.name + "' takes no value");
+      values_[s.name] = "";
+      continue;
+    }
+    if (got.empty() || got.front().empty())
+      throw UsageError("option '--" + s.name + "' has an empty value (" + s.metavar + ")");
+    values_[s.name] = got.front();
+  }
+  positional_ = positional;
   if (positional_.size() < pos_min_) {
     throw UsageError("expected at least " + std::to_string(pos_min_) + " " + pos_metavar_ + " argument" +
                      (pos_min_ == 1 ? "" : "s"));
