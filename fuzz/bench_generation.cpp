@@ -12,15 +12,25 @@
 #include <map>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "case_stream.h"
 
 int main(int argc, char** argv) {
   using namespace vattn;
   using namespace vattn::fuzz;
-  const long cases = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 300;
-  const long seed = argc > 2 ? std::strtol(argv[2], nullptr, 10) : 1;
-  if (argc > 3 || cases < 1 || seed < 0) {
-    std::fprintf(stderr, "usage: vattn_gen_bench [CASES >= 1] [SEED >= 0]\n");
+  long cases = 300, seed = 1;
+  CLI::App app("What generating the fuzz campaign's cases costs on one core (fuzz/bench_generation.cpp).",
+               "vattn_gen_bench");
+  app.add_option("CASES", cases, "cases of the large stream to draw (default 300)")->check(CLI::Range(1L, 100000000L));
+  app.add_option("SEED", seed, "the stream's seed (default 1)")->check(CLI::Range(0L, 1L << 62));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "vattn_gen_bench: %s (usage: vattn_gen_bench [CASES >= 1] [SEED >= 0])\n", e.what());
     return 2;
   }
   CaseStream stream(StreamConfig{static_cast<uint64_t>(seed), "large", true});

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <cuda_runtime_api.h>
 
 #include "bench_kernels.h"
@@ -420,58 +421,75 @@ struct Options {
   std::string only;
 };
 
-// 0: parsed; 1: --help printed; 2: usage error (printed).
+// 0: parsed; 1: --help printed; 2: usage error (printed). CLI11 parses; the values' ranges and
+// the messages are the probe's.
 int parse_options(int argc, char** argv, Options& opt) {
   for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    bool has_value = false;
-    const size_t eq = arg.find('=');
-    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    if (arg == "--help" || arg == "-h") {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       print_usage(stdout);
       return 1;
     }
-    struct Numeric {
-      const char* name;
-      long* target;
-      long lo, hi;
-    };
-    const Numeric numeric[] = {{"--keys", &opt.keys, kern::kKeysPerTile, kern::kMaxPrefix},
-                               {"--row-groups", &opt.row_groups, 1, 64},
-                               {"--reps", &opt.reps, 1, 1000}};
-    const Numeric* num = nullptr;
-    for (const Numeric& n : numeric)
-      if (arg == n.name) num = &n;
-    if (num == nullptr && arg != "--only") {
-      std::fprintf(stderr, "vattn_ceiling_probe: unknown option '%s' (--help lists them)\n", argv[i]);
+  }
+  for (int i = 1; i < argc; ++i) {  // "--reps=": CLI11 would take the next argument as the value
+    const std::string a = argv[i];
+    if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=') {
+      std::fprintf(stderr, "vattn_ceiling_probe: %s needs a value (--help)\n", a.substr(0, a.size() - 1).c_str());
       return 2;
     }
-    if (!has_value) {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "vattn_ceiling_probe: %s needs a value (--help)\n", arg.c_str());
-        return 2;
-      }
-      value = argv[++i];
+  }
+  struct Numeric {
+    const char* name;
+    long* target;
+    long lo, hi;
+    std::string text;
+  };
+  Numeric numeric[] = {{"--keys", &opt.keys, kern::kKeysPerTile, kern::kMaxPrefix, ""},
+                       {"--row-groups", &opt.row_groups, 1, 64, ""},
+                       {"--reps", &opt.reps, 1, 1000, ""}};
+  CLI::App app("vattn_ceiling_probe");
+  app.set_help_flag();
+  app.allow_extras();
+  for (Numeric& n : numeric)
+    app.add_option(n.name, n.text)->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--only", opt.only)->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ArgumentMismatch&) {  // an option as the last argument
+    std::fprintf(stderr, "vattn_ceiling_probe: %s needs a value (--help)\n", argv[argc - 1]);
+    return 2;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "vattn_ceiling_probe: %s (--help)\n", e.what());
+    return 2;
+  }
+  if (!app.remaining().empty()) {
+    const std::string extra = app.remaining().front();
+    if (extra.size() > 1 && extra[0] == '-')
+      std::fprintf(stderr, "vattn_ceiling_probe: unknown option '%s' (--help lists them)\n", extra.substr(0, extra.find('=')).c_str());
+    else
+      std::fprintf(stderr, "vattn_ceiling_probe: unexpected argument '%s' (it takes options only; --help)\n", extra.c_str());
+    return 2;
+  }
+  for (const char* name : {"--keys", "--row-groups", "--reps", "--only"}) {
+    if (app.count(name) > 1) {
+      std::fprintf(stderr, "vattn_ceiling_probe: %s given twice\n", name);
+      return 2;
     }
-    if (num == nullptr) {  // --only
-      bool known = false;
-      for (const Variant& v : kVariants) known = known || value == v.name;
-      if (!known) {
-        std::fprintf(stderr, "vattn_ceiling_probe: --only: unknown variant '%s' (variants: %s)\n", value.c_str(),
-                     variant_names().c_str());
-        return 2;
-      }
-      opt.only = value;
-    } else if (!parse_long(value, num->lo, num->hi, *num->target) ||
-               (num->target == &opt.keys && opt.keys % kern::kKeysPerTile != 0)) {
-      const std::string kind =
-          num->target == &opt.keys ? "a multiple of " + std::to_string(kern::kKeysPerTile) : "an integer";
-      std::fprintf(stderr, "vattn_ceiling_probe: %s needs %s in %ld..%ld (got '%s')\n", num->name, kind.c_str(),
-                   num->lo, num->hi, value.c_str());
+  }
+  for (const Numeric& n : numeric) {
+    if (n.text.empty() && app.count(n.name) == 0) continue;
+    if (!parse_long(n.text, n.lo, n.hi, *n.target) || (n.target == &opt.keys && opt.keys % kern::kKeysPerTile != 0)) {
+      const std::string kind = n.target == &opt.keys ? "a multiple of " + std::to_string(kern::kKeysPerTile) : "an integer";
+      std::fprintf(stderr, "vattn_ceiling_probe: %s needs %s in %ld..%ld (got '%s')\n", n.name, kind.c_str(), n.lo, n.hi,
+                   n.text.c_str());
+      return 2;
+    }
+  }
+  if (app.count("--only") != 0) {
+    bool known = false;
+    for (const Variant& v : kVariants) known = known || opt.only == v.name;
+    if (!known) {
+      std::fprintf(stderr, "vattn_ceiling_probe: --only: unknown variant '%s' (variants: %s)\n", opt.only.c_str(),
+                   variant_names().c_str());
       return 2;
     }
   }
