@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "case_file.h"
 #include "commands.h"
 #include "gen_kinds.h"
 #include "read_watchdog.h"
@@ -193,11 +194,23 @@ std::string Args::help_text() const {
   return os.str();
 }
 
-void check_read_timeout() {
+Args& add_case_reading_options(Args& a) {
+  return a
+      .option("max-memory", "GIB", "refuse (exit 2) a case whose shapes need more memory than this to be read and checked",
+              "half the RAM")
+      .note(kReadTimeoutHelp);
+}
+
+void apply_case_reading_options(const Args& a) {
   try {
     (void)read_timeout_from_environment();
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
+  }
+  if (a.has("max-memory")) {
+    const double gib = a.get_double("max-memory", 0);
+    if (!(gib > 0) || gib > 1e6) throw UsageError("--max-memory must be a number of GiB > 0 (got '" + a.get("max-memory") + "')");
+    set_case_memory_limit(static_cast<uint64_t>(gib * static_cast<double>(1ull << 30)));
   }
 }
 

@@ -63,8 +63,12 @@ class Args {
   std::vector<std::string> positional_;
 };
 
-// VATTN_READ_TIMEOUT (src/casefile/read_watchdog.h) checked up front: a bad value is a UsageError.
-void check_read_timeout();
+// The case reader's limits, for the commands that read case files (info, replay): the option
+// --max-memory GIB and the note on VATTN_READ_TIMEOUT (src/casefile/read_watchdog.h).
+Args& add_case_reading_options(Args& a);
+// After parse(): VATTN_READ_TIMEOUT and --max-memory checked (a bad value is a UsageError), and
+// the memory limit set.
+void apply_case_reading_options(const Args& a);
 
 // Comma-separated non-negative integers ("4099,0,17"); UsageError naming the option.
 std::vector<int> parse_int_list(const std::string& option, const std::string& text, int lo, int hi);

@@ -9,7 +9,6 @@
 #include "case_file.h"
 #include "isolated_reader.h"
 #include "commands.h"
-#include "read_watchdog.h"
 
 namespace vattn::cli {
 
@@ -76,18 +75,11 @@ int cmd_info(int argc, char** argv) {
          "line per case: name, B, H, d_qk/d_v, prefix and draft lengths, sm_scale, stored producers,\n"
          "and the recipe that re-creates a generated case. Every case is validated while reading.");
   a.positionals("FILE...", "case files (HDF5, schema: docs/case-format.md)", 1)
-      .option("max-memory", "GIB", "refuse (exit 2) a case whose shapes need more memory than this to be read and checked",
-              "half the RAM")
-      .note(kReadTimeoutHelp)
       .example("vattn info fixtures/*.h5", "list the fixtures");
+  add_case_reading_options(a);
   try {
     if (!a.parse(argc, argv)) return kExitOk;
-    check_read_timeout();
-    if (a.has("max-memory")) {
-      const double gib = a.get_double("max-memory", 0);
-      if (!(gib > 0) || gib > 1e6) throw UsageError("--max-memory must be a number of GiB > 0 (got '" + a.get("max-memory") + "')");
-      set_case_memory_limit(static_cast<uint64_t>(gib * static_cast<double>(1ull << 30)));
-    }
+    apply_case_reading_options(a);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "vattn info: %s\n(see vattn info --help)\n", e.what());
     return kExitBadInput;

@@ -20,7 +20,6 @@
 #include "naive_runner.h"
 #endif
 #include "producers.h"
-#include "read_watchdog.h"
 #include "report_file.h"
 #include "stored_oracle_check.h"
 #include "tolerance.h"
@@ -366,14 +365,12 @@ Args replay_args() {
       .option("oracle", "cpu|gpu", "reference: the float64 CPU oracle, or the naive GPU oracle (long captures)", "cpu")
       .option("splits", "N", "force the kernel's split count (0: the kernel picks; default: the recipe's splits=)")
       .flag("verbose", "print each case's shape and the full figures of every comparison, passing or not")
-      .option("max-memory", "GIB", "refuse (exit 2) a case whose shapes need more memory than this to be read and checked",
-              "half the RAM")
-      .note(kReadTimeoutHelp)
       .example("vattn replay fixtures/*.h5", "replay the committed fixtures")
       .example("vattn replay capture.h5 --case step000120_layer07 --json report.json", "one case, with a JSON report")
       .example("vattn replay --recipe \"B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered "
                "poison=0 seed=7 scale=0.1446796 splits=3\"",
                "re-create a case from the line a test printed, and check it");
+  add_case_reading_options(a);
   return a;
 }
 
@@ -418,12 +415,7 @@ int cmd_replay(int argc, char** argv) {
     }
     if (a.has("json") && a.has("junit") && a.get("json") == a.get("junit"))
       throw UsageError("--json and --junit name the same file");
-    check_read_timeout();
-    if (a.has("max-memory")) {
-      const double gib = a.get_double("max-memory", 0);
-      if (!(gib > 0) || gib > 1e6) throw UsageError("--max-memory must be a number of GiB > 0 (got '" + a.get("max-memory") + "')");
-      set_case_memory_limit(static_cast<uint64_t>(gib * static_cast<double>(1ull << 30)));
-    }
+    apply_case_reading_options(a);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "vattn replay: %s\n(see vattn replay --help)\n", e.what());
     return kExitBadInput;
