@@ -2,8 +2,7 @@
 // vattn_read_bench FILE...: what isolating the HDF5 reader costs. Reads every case of each file
 // twice, in this process (CaseFileCursor) and through the isolated child (IsolatedCaseReader,
 // what `vattn info` and `vattn replay` use), best of 3 each, and prints the seconds, the data
-// rate and the overhead. Peak memory: run it under /usr/bin/time -v, or see
-// scripts/bench-case-reading.sh.
+// rate and the overhead. Peak memory: run it under /usr/bin/time -v.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
