@@ -194,6 +194,22 @@ std::string Args::help_text() const {
   return os.str();
 }
 
+int Args::usage_error(const std::string& why) const {
+  std::fprintf(stderr, "vattn %s: %s\n(see vattn %s --help)\n", command_.c_str(), why.c_str(), command_.c_str());
+  return kExitBadInput;
+}
+
+int Args::refuse_without_cuda(int argc, char** argv, const std::string& not_done) {
+  try {
+    if (!parse(argc, argv)) return kExitOk;
+  } catch (const UsageError& e) {
+    return usage_error(e.what());
+  }
+  std::fprintf(stderr, "vattn %s: %s; %s (%s needs a CUDA build and a CUDA device)\n", command_.c_str(), kNoCuda,
+               not_done.c_str(), command_.c_str());
+  return kExitBadInput;
+}
+
 Args& add_case_reading_options(Args& a) {
   return a
       .option("max-memory", "GIB", "refuse (exit 2) a case whose shapes need more memory than this to be read and checked",

@@ -44,6 +44,13 @@ class Args {
   std::string help_text() const;
   const std::string& command() const { return command_; }
 
+  // "vattn CMD: WHY" and "(see vattn CMD --help)" on stderr; returns the exit code for bad input.
+  int usage_error(const std::string& why) const;
+  // A command that needs CUDA, in a build without it: --help and usage errors as in any build,
+  // then "vattn CMD: <built without CUDA>; NOT_DONE (CMD needs a CUDA build and a CUDA device)".
+  // Returns the exit code (0 after --help, 2 otherwise).
+  int refuse_without_cuda(int argc, char** argv, const std::string& not_done);
+
  private:
   struct Spec {
     std::string name, metavar, help, default_text;

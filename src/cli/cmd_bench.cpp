@@ -70,14 +70,7 @@ int cmd_bench(int argc, char** argv) {
       .example("vattn bench --prefix 16384 --batch 1 --drafts 16", "one case")
       .example("vattn bench --kernel split-v1,split-v2 --json ab.json", "both in-tree revisions, side by side");
 #if !VATTN_HAVE_CUDA
-  try {
-    if (!args.parse(argc, argv)) return kExitOk;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn bench: %s\n(see vattn bench --help)\n", e.what());
-    return kExitBadInput;
-  }
-  std::fprintf(stderr, "vattn bench: %s; nothing was timed (bench needs a CUDA build and a CUDA device)\n", kNoCuda);
-  return kExitBadInput;
+  return args.refuse_without_cuda(argc, argv, "nothing was timed");
 #else
   BenchOptions opt;
   try {
@@ -100,8 +93,7 @@ int cmd_bench(int argc, char** argv) {
     opt.reps = static_cast<int>(args.get_int("reps", 30, 1, 100000));
     opt.max_splits = static_cast<int>(args.get_int("max-splits", 128, 1, 256));
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn bench: %s\n(see vattn bench --help)\n", e.what());
-    return kExitBadInput;
+    return args.usage_error(e.what());
   }
   // The revision is checked before the device, the output path before the first timing.
   for (const std::string& k : opt.kernels) {
@@ -119,10 +111,7 @@ int cmd_bench(int argc, char** argv) {
   const std::string json_path = args.has("json") ? args.get("json") : "";
   if (args.has("json")) {
     const std::string why = report_path_problem(json_path);
-    if (!why.empty()) {
-      std::fprintf(stderr, "vattn bench: --json %s: %s\n(see vattn bench --help)\n", json_path.c_str(), why.c_str());
-      return kExitBadInput;
-    }
+    if (!why.empty()) return args.usage_error("--json " + json_path + ": " + why);
   }
   const BenchReport rep = run_bench(opt, [](const BenchRow& r) {
     std::fprintf(stderr, "bench: %s B=%d T=%d P=%d done (graph %.1f us)\n", r.kernel.c_str(), r.batch, r.drafts, r.prefix,

@@ -32,8 +32,7 @@ int cmd_bench_compare(int argc, char** argv) {
     min_ratio = args.get_double("min-ratio", 0);
     if (args.has("min-ratio") && min_ratio <= 0) throw UsageError("--min-ratio must be above 0");
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn bench-compare: %s\n(see vattn bench-compare --help)\n", e.what());
-    return kExitBadInput;
+    return args.usage_error(e.what());
   }
   Comparison c;
   try {

@@ -153,8 +153,7 @@ int cmd_fuzz(int argc, char** argv) {
       o.out_dir = buf;
     }
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn fuzz: %s\n(see vattn fuzz --help)\n", e.what());
-    return kExitBadInput;
+    return args.usage_error(e.what());
   }
   o.self_exe = self_exe();
   for (int i = 0; i < argc; ++i) o.argv_line += (i ? " " : "vattn ") + std::string(argv[i]);

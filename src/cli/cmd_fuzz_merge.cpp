@@ -77,8 +77,7 @@ int cmd_fuzz_merge(int argc, char** argv) {
     out = args.get("out");
     if (out.empty()) throw UsageError("--out DIR is required");
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn fuzz-merge: %s\n(see vattn fuzz-merge --help)\n", e.what());
-    return kExitBadInput;
+    return args.usage_error(e.what());
   }
   json merged;
   try {

@@ -139,8 +139,7 @@ int cmd_gen(int argc, char** argv) {
                        ": the seeds seed..seed+cases-1 do not fit in 64 bits");
     }
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn gen: %s\n(see vattn gen --help)\n", e.what());
-    return kExitBadInput;
+    return a.usage_error(e.what());
   }
 
   CaseFileHeader header;

@@ -47,15 +47,7 @@ Args graph_check_args() {
 int cmd_graph_check(int argc, char** argv) {
   Args a = graph_check_args();
 #if !VATTN_HAVE_CUDA
-  try {
-    if (!a.parse(argc, argv)) return kExitOk;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn graph-check: %s\n(see vattn graph-check --help)\n", e.what());
-    return kExitBadInput;
-  }
-  std::fprintf(stderr, "vattn graph-check: %s; no check was run (graph-check needs a CUDA build and a CUDA device)\n",
-               kNoCuda);
-  return kExitBadInput;
+  return a.refuse_without_cuda(argc, argv, "no check was run");
 #else
   GraphCheckOptions opt;
   std::string kernel;
@@ -65,8 +57,7 @@ int cmd_graph_check(int argc, char** argv) {
     opt.replays = static_cast<int>(a.get_int("replays", opt.replays, 1, 100000));
     opt.seed = static_cast<uint64_t>(a.get_int("seed", 1, 0, 1LL << 62));
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn graph-check: %s\n(see vattn graph-check --help)\n", e.what());
-    return kExitBadInput;
+    return a.usage_error(e.what());
   }
   Revision rev;
   try {

@@ -81,8 +81,7 @@ int cmd_info(int argc, char** argv) {
     if (!a.parse(argc, argv)) return kExitOk;
     apply_case_reading_options(a);
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn info: %s\n(see vattn info --help)\n", e.what());
-    return kExitBadInput;
+    return a.usage_error(e.what());
   }
   int rc = kExitOk;
   for (const auto& path : a.positional()) {

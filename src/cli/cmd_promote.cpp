@@ -107,8 +107,7 @@ int cmd_promote(int argc, char** argv) {
     if (!name.empty() && !valid_name(name))
       throw UsageError("--name '" + printable(name) + "': use letters, digits, '-', '_' and '.' (not first), at most 100");
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn promote: %s\n(see vattn promote --help)\n", e.what());
-    return kExitBadInput;
+    return args.usage_error(e.what());
   }
   try {
     const json finding = read_finding(finding_dir);

@@ -391,8 +391,7 @@ int cmd_replay(int argc, char** argv) {
       }
     }
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn replay: %s\n(see vattn replay --help)\n", e.what());
-    return kExitBadInput;
+    return a.usage_error(e.what());
   }
 
   ProducerOptions file_opts, recipe_opts;
@@ -417,8 +416,7 @@ int cmd_replay(int argc, char** argv) {
       throw UsageError("--json and --junit name the same file");
     apply_case_reading_options(a);
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn replay: %s\n(see vattn replay --help)\n", e.what());
-    return kExitBadInput;
+    return a.usage_error(e.what());
   }
   // --json -: the report alone goes to stdout; what would be printed there goes to stderr.
   StdoutForReport json_to_stdout(a.has("json") && a.get("json") == "-");

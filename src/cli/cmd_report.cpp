@@ -36,8 +36,7 @@ int cmd_report(int argc, char** argv) {
       }
     }
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn report: %s\n(see vattn report --help)\n", e.what());
-    return kExitBadInput;
+    return args.usage_error(e.what());
   }
   const fuzz::ReportRun r = fuzz::run_report(self_exe(), pass);
   if (!r.output.empty()) std::fprintf(r.code == 0 ? stdout : stderr, "%s\n", r.output.c_str());

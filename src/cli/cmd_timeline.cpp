@@ -32,14 +32,7 @@ int cmd_timeline(int argc, char** argv) {
       .example("vattn timeline --kernel revisions/libvattn_rev_v2_timeline.so --batch 1 --drafts 64 --prefix 4096",
                "split-v2's fixed costs at the shape where they weigh most");
 #if !VATTN_HAVE_CUDA
-  try {
-    if (!args.parse(argc, argv)) return kExitOk;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn timeline: %s\n(see vattn timeline --help)\n", e.what());
-    return kExitBadInput;
-  }
-  std::fprintf(stderr, "vattn timeline: %s; nothing was timed (timeline needs a CUDA build and a CUDA device)\n", kNoCuda);
-  return kExitBadInput;
+  return args.refuse_without_cuda(argc, argv, "nothing was timed");
 #else
   TimelineOptions opt;
   try {
@@ -52,8 +45,7 @@ int cmd_timeline(int argc, char** argv) {
     opt.calls = static_cast<int>(args.get_int("calls", 5, 1, 1000));
     opt.max_splits = static_cast<int>(args.get_int("max-splits", 128, 1, 256));
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "vattn timeline: %s\n(see vattn timeline --help)\n", e.what());
-    return kExitBadInput;
+    return args.usage_error(e.what());
   }
   // The library is checked before the device: a wrong --kernel is said on any machine.
   TimelineRevision probe;
