@@ -8,6 +8,9 @@ from typing import Dict, List, Optional
 import h5py
 import numpy as np
 
+from .errors import CaseFileError
+from .validate import validate
+
 FORMAT_NAME = "vattn-cases"
 FORMAT_VERSION = 1
 ORACLE = "oracle_fp64"
@@ -19,24 +22,6 @@ DATASETS = {"q": (np.uint16, True), "kv_pool": (np.uint16, True), "kv_indices": 
             "kv_indptr": (np.int32, True), "kv_slot_ids": (np.int64, False), "kv_draft": (np.uint16, True),
             "qo_indptr": (np.int32, True), "draft_mask": (np.uint8, True), "draft_mask_indptr": (np.int64, True),
             "draft_parent": (np.int32, False)}
-
-
-def _printable(s):
-    """Control bytes as \\xNN, as vattn prints strings from files."""
-    return "".join(c if 0x20 <= ord(c) != 0x7F else f"\\x{ord(c):02x}" for c in str(s))
-
-
-class CaseFileError(Exception):
-    """A broken case file: names the file, the case and the field, like vattn's InputError."""
-
-    def __init__(self, file, case, field, reason):
-        self.file, self.case, self.field, self.reason = file, case, field, reason
-        parts = [_printable(file) + ": "] if file else []
-        if case:
-            parts.append(f"case '{_printable(case)}': ")
-        if field:
-            parts.append(f"field '{_printable(field)}': ")
-        super().__init__("".join(parts) + _printable(reason))
 
 
 @dataclasses.dataclass
@@ -175,8 +160,6 @@ def _read_case(path, g, name):
 
 def read(path, validate_cases=True):
     """Reads a case file; raises CaseFileError naming file, case and field."""
-    from .validate import validate
-
     if not os.path.isfile(path):
         raise CaseFileError(path, "", "", "file does not exist" if not os.path.exists(path) else "is not a regular file")
     try:
@@ -211,8 +194,6 @@ def read(path, validate_cases=True):
 
 def write(path, header, cases):
     """Writes a complete case file (replacing it), as vattn's writer lays it out."""
-    from .validate import validate
-
     if not header.source:
         raise CaseFileError(path, "", "source", "cannot write: must be set")
     names = [c.name for c in cases]

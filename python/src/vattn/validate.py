@@ -4,12 +4,11 @@ vattn's reader does."""
 
 import numpy as np
 
+from .errors import CaseFileError
 from .recipe import mismatch
 
 
 def validate(c, path=""):
-    from .casefile import CaseFileError
-
     def err(field, reason):
         raise CaseFileError(path, c.name, field, reason)
 
