@@ -5,6 +5,8 @@
 // variants, as a GPU campaign does, and prints seconds per case by size class and, for long
 // contexts, by value profile, with the pool bytes made per second, and a digest of every value
 // made (equal digests: a change to the generators left the cases as they were).
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -20,10 +22,24 @@ int main(int argc, char** argv) {
   using namespace vattn;
   using namespace vattn::fuzz;
   long cases = 300, seed = 1;
+  std::string cases_text, seed_text;
   CLI::App app("What generating the fuzz campaign's cases costs on one core (fuzz/bench_generation.cpp).",
                "vattn_gen_bench");
-  app.add_option("CASES", cases, "cases of the large stream to draw (default 300)")->check(CLI::Range(1L, 100000000L));
-  app.add_option("SEED", seed, "the stream's seed (default 1)")->check(CLI::Range(0L, 1L << 62));
+  app.add_option("CASES", cases_text, "cases of the large stream to draw (default 300)");
+  app.add_option("SEED", seed_text, "the stream's seed (default 1)");
+  // Plain decimal only: CLI11's own integer conversion would read 010 as 8 and 0x10 as 16.
+  auto decimal = [](const char* what, const std::string& text, long lo, long hi, long* out) {
+    if (text.empty()) return true;
+    errno = 0;
+    char* end = nullptr;
+    const long v = std::strtol(text.c_str(), &end, 10);
+    if (!std::isdigit(static_cast<unsigned char>(text[0])) || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
+      std::fprintf(stderr, "vattn_gen_bench: %s '%s' is not a whole number in %ld..%ld\n", what, text.c_str(), lo, hi);
+      return false;
+    }
+    *out = v;
+    return true;
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -33,6 +49,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vattn_gen_bench: %s (usage: vattn_gen_bench [CASES >= 1] [SEED >= 0])\n", e.what());
     return 2;
   }
+  if (!decimal("CASES", cases_text, 1, 100000000L, &cases) || !decimal("SEED", seed_text, 0, 1L << 62, &seed)) return 2;
   CaseStream stream(StreamConfig{static_cast<uint64_t>(seed), "large", true});
   struct Tally {
     long n = 0;

@@ -67,19 +67,42 @@ bool Args::parse(int argc, char** argv) {
       return false;
     }
   }
-  // "--out=" is an empty value here; CLI11 would take the next argument as the value instead.
+  // CLI11 matches the options and collects their values. Its command line is wider than vattn's,
+  // so one pass over the raw arguments first refuses what vattn does not take and CLI11 would:
+  // "--out=" (CLI11 takes the next argument as the value), a value on a flag ("--quiet=true"),
+  // and a one-letter option with its value attached ("-oFILE", "-o=FILE"). The pass reads the
+  // line as CLI11 does: an option of one value takes the next argument, whatever it is, and "--"
+  // ends the options.
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--") break;
-    const Spec* s = a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=' ? find(a.substr(2, a.size() - 3)) : nullptr;
-    if (s && s->takes_value) throw UsageError("option '" + a.substr(0, a.size() - 1) + "' has an empty value (" + s->metavar + ")");
+    if (a.size() < 2 || a[0] != '-') continue;  // a positional, or "-"
+    if (a[1] == '-') {
+      const size_t eq = a.find('=');
+      const Spec* s = find(a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
+      if (s == nullptr) continue;  // unknown: named after CLI11 has run
+      if (!s->takes_value) {
+        if (eq != std::string::npos) throw UsageError("option '--" + s->name + "' takes no value");
+      } else if (eq == std::string::npos) {
+        ++i;  // its value
+      } else if (eq + 1 == a.size()) {
+        throw UsageError("option '--" + s->name + "' has an empty value (" + s->metavar + ")");
+      }
+    } else if (a.size() == 2) {
+      const Spec* s = nullptr;
+      for (const auto& x : specs_)
+        if (x.alias == a[1]) s = &x;
+      if (s != nullptr && s->takes_value) ++i;
+    } else {
+      throw UsageError("unknown option '" + a + "'");
+    }
   }
-  // CLI11 tokenizes and matches the options. What it lets through and vattn refuses is checked
-  // after it: an option given twice (CLI11 would keep the last), an empty value (taken as "not
-  // given" it would silently pick a default: the built-in kernel, every case, ...), a value on a
-  // flag, an unknown option (kept as an extra so that the message can name it), too few
-  // positionals. The help page stays vattn's own (help_text): notes, examples and exit codes in
-  // the one layout every command shares.
+  // After it: an option given twice (CLI11 would keep every value), an empty value (taken as "not
+  // given" it would silently pick a default: the built-in kernel, every case, ...), an unknown
+  // option and a positional where none is taken, each named. CLI11 is given no positional
+  // option: it would split "[a,b]" into two; the arguments it does not match come back whole.
+  // The help page stays vattn's own (help_text): notes, examples and exit codes in the one
+  // layout every command shares.
   CLI::App app(description_, "vattn " + command_);
   app.set_help_flag();
   app.allow_extras();
@@ -95,13 +118,10 @@ bool Args::parse(int argc, char** argv) {
                                    : app.add_flag(names, s.help);
     opts.emplace_back(&s, o);
   }
-  std::vector<std::string> positional;
-  if (pos_allowed_) app.add_option("positionals", positional, pos_help_);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ArgumentMismatch&) {
-    // An option of one value without it: the last argument (CLI11 takes whatever follows an
-    // option as its value, as vattn always has).
+    // An option of one value without it: the last argument.
     const std::string last = argv[argc - 1];
     for (const auto& s : specs_) {
       if (s.takes_value && (last == "--" + s.name || (s.alias && last == std::string("-") + s.alias)))
@@ -111,13 +131,16 @@ bool Args::parse(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     throw UsageError(e.what());
   }
+  bool options_done = false;
   for (const std::string& extra : app.remaining()) {
-    if (extra == "--") continue;
-    if (extra.size() > 1 && extra[0] == '-') {
-      const size_t eq = extra.find('=');
-      throw UsageError("unknown option '" + extra.substr(0, eq) + "'");
+    if (extra == "--" && !options_done) {
+      options_done = true;
+      continue;
     }
-    throw UsageError("unexpected argument '" + extra + "'");
+    if (!options_done && extra.size() > 1 && extra[0] == '-')
+      throw UsageError("unknown option '" + extra.substr(0, extra.find('=')) + "'");
+    if (!pos_allowed_) throw UsageError("unexpected argument '" + extra + "'");
+    positional_.push_back(extra);
   }
   for (const auto& so : opts) {
     const Spec& s = *so.first;
@@ -126,8 +149,6 @@ bool Args::parse(int argc, char** argv) {
     const std::vector<std::string>& got = o->results();
     if (o->count() > 1 || got.size() > 1) throw UsageError("option '--" + s.name + "' given twice");
     if (!s.takes_value) {
-      // CLI11 reads "--flag=false" as a flag turned off; vattn's flags take no value at all.
-      if (!got.empty() && got.front() != "true") throw UsageError("option '--" + s.name + "' takes no value");
       values_[s.name] = "";
       continue;
     }
@@ -135,7 +156,6 @@ bool Args::parse(int argc, char** argv) {
       throw UsageError("option '--" + s.name + "' has an empty value (" + s.metavar + ")");
     values_[s.name] = got.front();
   }
-  positional_ = positional;
   if (positional_.size() < pos_min_) {
     throw UsageError("expected at least " + std::to_string(pos_min_) + " " + pos_metavar_ + " argument" +
                      (pos_min_ == 1 ? "" : "s"));

@@ -432,7 +432,8 @@ int parse_options(int argc, char** argv, Options& opt) {
   }
   for (int i = 1; i < argc; ++i) {  // "--reps=": CLI11 would take the next argument as the value
     const std::string a = argv[i];
-    if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=') {
+    const bool known = a == "--keys=" || a == "--row-groups=" || a == "--reps=" || a == "--only=";
+    if (known) {
       std::fprintf(stderr, "vattn_ceiling_probe: %s needs a value (--help)\n", a.substr(0, a.size() - 1).c_str());
       return 2;
     }
