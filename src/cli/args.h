@@ -2,8 +2,8 @@
 // The subcommands' options, declared once: long options (--name VALUE or --name=VALUE), optional
 // one-letter aliases, flags, positionals, and a generated --help that lists every option with its
 // default, notes, examples and the exit codes. CLI11 parses the command line (args.cpp); the rules
-// vattn adds to it (no option twice, no empty value, no value on a flag) are checked there too.
-// Errors are UsageError (exit code 2).
+// vattn adds to it (no option twice, no empty value, no value on a flag or attached to a one-letter
+// option, a positional always one argument) are checked there too. Errors are UsageError (exit 2).
 #pragma once
 
 #include <map>
