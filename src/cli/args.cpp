@@ -56,6 +56,13 @@ const Args::Spec* Args::find(const std::string& name) const {
   return nullptr;
 }
 
+const Args::Spec* Args::find_alias(char alias) const {
+  for (const auto& s : specs_) {
+    if (alias != 0 && s.alias == alias) return &s;
+  }
+  return nullptr;
+}
+
 bool Args::parse(int argc, char** argv) {
   // --help wins wherever it stands before "--": `vattn gen -o --help` prints the help, not a
   // file named --help or a complaint about -o.
@@ -70,31 +77,23 @@ bool Args::parse(int argc, char** argv) {
   // CLI11 matches the options and collects their values. Its command line is wider than vattn's,
   // so one pass over the raw arguments first refuses what vattn does not take and CLI11 would:
   // "--out=" (CLI11 takes the next argument as the value), a value on a flag ("--quiet=true"),
-  // and a one-letter option with its value attached ("-oFILE", "-o=FILE"). The pass reads the
-  // line as CLI11 does: an option of one value takes the next argument, whatever it is, and "--"
-  // ends the options.
+  // and a one-letter option with its value attached ("-oFILE", "-o=FILE"); and it names an
+  // option left without its value at the end of the line. The pass reads the line as CLI11 does:
+  // an option of one value takes the next argument, whatever it is, and "--" ends the options.
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--") break;
     if (a.size() < 2 || a[0] != '-') continue;  // a positional, or "-"
-    if (a[1] == '-') {
-      const size_t eq = a.find('=');
-      const Spec* s = find(a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
-      if (s == nullptr) continue;  // unknown: named after CLI11 has run
-      if (!s->takes_value) {
-        if (eq != std::string::npos) throw UsageError("option '--" + s->name + "' takes no value");
-      } else if (eq == std::string::npos) {
-        ++i;  // its value
-      } else if (eq + 1 == a.size()) {
-        throw UsageError("option '--" + s->name + "' has an empty value (" + s->metavar + ")");
-      }
-    } else if (a.size() == 2) {
-      const Spec* s = nullptr;
-      for (const auto& x : specs_)
-        if (x.alias == a[1]) s = &x;
-      if (s != nullptr && s->takes_value) ++i;
-    } else {
-      throw UsageError("unknown option '" + a + "'");
+    if (a[1] != '-' && a.size() > 2) throw UsageError("unknown option '" + a + "'");
+    const size_t eq = a[1] == '-' ? a.find('=') : std::string::npos;
+    const Spec* s = a[1] == '-' ? find(a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2)) : find_alias(a[1]);
+    if (s == nullptr) continue;  // unknown: named after CLI11 has run
+    if (!s->takes_value) {
+      if (eq != std::string::npos) throw UsageError("option '--" + s->name + "' takes no value");
+    } else if (eq == std::string::npos) {
+      if (++i == argc) throw UsageError("option '" + a + "' needs a value (" + s->metavar + ")");  // skips the value
+    } else if (eq + 1 == a.size()) {
+      throw UsageError("option '--" + s->name + "' has an empty value (" + s->metavar + ")");
     }
   }
   // After it: an option given twice (CLI11 would keep every value), an empty value (taken as "not
@@ -120,14 +119,6 @@ bool Args::parse(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ArgumentMismatch&) {
-    // An option of one value without it: the last argument.
-    const std::string last = argv[argc - 1];
-    for (const auto& s : specs_) {
-      if (s.takes_value && (last == "--" + s.name || (s.alias && last == std::string("-") + s.alias)))
-        throw UsageError("option '" + last + "' needs a value (" + s.metavar + ")");
-    }
-    throw UsageError("an option is missing its value");
   } catch (const CLI::ParseError& e) {
     throw UsageError(e.what());
   }

@@ -58,6 +58,7 @@ class Args {
     bool takes_value = true;
   };
   const Spec* find(const std::string& name) const;
+  const Spec* find_alias(char alias) const;  // nullptr for 0 or an unknown letter
 
   std::string command_, synopsis_, description_;
   std::vector<Spec> specs_;
