@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # VATTN_CUDA (AUTO, ON, OFF) -> VATTN_HAVE_CUDA. AUTO: on when check_language(CUDA) finds a CUDA
 # compiler; ON: required; OFF: no CUDA at all (no enable_language, no CUDA toolkit lookup), and
-# kernels/, the GPU oracle, src/gpu/, the fuzzer's GPU target, tests/gpu and tests/audit are left out.
+# kernels/, the GPU oracle, vattn/gpu/, the fuzzer's GPU target, tests/gpu and tests/audit are left out.
 string(TOUPPER "${VATTN_CUDA}" _vattn_cuda)
 if(_vattn_cuda STREQUAL "AUTO")
   include(CheckLanguage)

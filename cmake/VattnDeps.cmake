@@ -34,7 +34,7 @@ find_package(Threads REQUIRED)
 find_package(rapidcheck REQUIRED)
 # nlohmann-json: the fuzzer's worker protocol, journal, findings and summary.
 find_package(nlohmann_json 3 REQUIRED)
-# CLI11 (Debian's libcli11-dev, header-only): the `vattn` subcommands' option parsing (src/cli/args.*).
+# CLI11 (Debian's libcli11-dev, header-only): the `vattn` subcommands' option parsing (vattn/cli/args.*).
 find_package(CLI11 2 REQUIRED)
 if(VATTN_BUILD_TESTS)
   find_package(Catch2 2 REQUIRED)

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # Install rules and the exported CMake package `vattn` (host libraries only, never CUDA):
 #   find_package(vattn REQUIRED)
-#   target_link_libraries(app PRIVATE vattn::casefile vattn::gen vattn::oracle_cpu vattn::check)
-# Installs static libraries to <prefix>/lib, every header of the installed libraries flat into
-# <prefix>/include/vattn/, and the package to <prefix>/lib/cmake/vattn/. Consumers include
-# <vattn/case_file.h> or "case_file.h" (both <prefix>/include and <prefix>/include/vattn are on
-# the exported include path, since the headers include each other flat).
+#   target_link_libraries(app PRIVATE vattn::casefile vattn::gen vattn::oracle vattn::check)
+# Installs static libraries to <prefix>/lib, the headers of each installed library under
+# <prefix>/include/vattn/<its folder>/ (the path they have in the source tree, so consumers and
+# the suite include them the same way: <vattn/casefile/case_file.h>), and the package to
+# <prefix>/lib/cmake/vattn/.
 # Included last from the top-level CMakeLists.txt, so every target exists; a target a
 # configuration does not build (e.g. a CPU-only one) is skipped with if(TARGET).
 include(GNUInstallDirs)
@@ -37,32 +37,33 @@ endfunction()
 
 # target -> export name (vattn::<name>) and header folder. Order: dependencies first.
 set(_vattn_install_libs
-  vattn_case:case:${PROJECT_SOURCE_DIR}/src/case
-  vattn_oracle_cpu:oracle_cpu:${PROJECT_SOURCE_DIR}/oracle
-  vattn_gen:gen:${PROJECT_SOURCE_DIR}/src/gen
-  vattn_casefile:casefile:${PROJECT_SOURCE_DIR}/src/casefile
-  vattn_check:check:${PROJECT_SOURCE_DIR}/src/check)
+  vattn_case:case
+  vattn_recipe:recipe
+  vattn_gen:gen
+  vattn_oracle:oracle
+  vattn_casefile:casefile
+  vattn_check:check)
 
-set(_vattn_export_targets "")
-set(_vattn_headers "")
+# vattn_include_root carries the one include root: <prefix>/include once installed.
+_vattn_split_interface(vattn_include_root INTERFACE_INCLUDE_DIRECTORIES ${CMAKE_INSTALL_INCLUDEDIR})
+set_property(TARGET vattn_include_root PROPERTY EXPORT_NAME include_root)
+set(_vattn_export_targets vattn_include_root)
 foreach(_entry IN LISTS _vattn_install_libs)
   string(REPLACE ":" ";" _entry "${_entry}")
   list(GET _entry 0 _target)
   list(GET _entry 1 _name)
-  list(GET _entry 2 _dir)
+  set(_dir ${PROJECT_SOURCE_DIR}/vattn/${_name})
   if(NOT TARGET ${_target})
     continue()
   endif()
   set_property(TARGET ${_target} PROPERTY EXPORT_NAME ${_name})
-  _vattn_split_interface(${_target} INTERFACE_INCLUDE_DIRECTORIES
-                         ${CMAKE_INSTALL_INCLUDEDIR} ${CMAKE_INSTALL_INCLUDEDIR}/vattn)
   list(APPEND _vattn_export_targets ${_target})
-  if(_name STREQUAL "oracle_cpu")
+  if(_name STREQUAL "oracle")
     file(GLOB _h CONFIGURE_DEPENDS ${_dir}/cpu_*.h)  # not gpu_naive_oracle.h (CUDA)
   else()
     file(GLOB _h CONFIGURE_DEPENDS ${_dir}/*.h)
   endif()
-  list(APPEND _vattn_headers ${_h})
+  install(FILES ${_h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/vattn/${_name})
 endforeach()
 
 # vattn_warnings: PRIVATE to the static libraries, so it appears in their exported link
@@ -92,10 +93,8 @@ install(TARGETS ${_vattn_export_targets}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-list(REMOVE_DUPLICATES _vattn_headers)
-install(FILES ${_vattn_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/vattn)
 # `vattn report` looks for the morning report generator at <bin>/../share/vattn first.
-install(PROGRAMS ${PROJECT_SOURCE_DIR}/fuzz/report/morning_report.py DESTINATION ${CMAKE_INSTALL_DATADIR}/vattn)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/vattn/fuzz/report/morning_report.py DESTINATION ${CMAKE_INSTALL_DATADIR}/vattn)
 install(EXPORT vattnTargets NAMESPACE vattn:: FILE vattnTargets.cmake DESTINATION ${VATTN_INSTALL_CMAKEDIR})
 
 set(VATTN_CONFIG_PORTABLE ${VATTN_PORTABLE})
@@ -109,4 +108,3 @@ install(FILES ${PROJECT_BINARY_DIR}/vattnConfig.cmake ${PROJECT_BINARY_DIR}/vatt
 
 unset(_vattn_install_libs)
 unset(_vattn_export_targets)
-unset(_vattn_headers)

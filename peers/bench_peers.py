@@ -7,7 +7,7 @@ configuration, fa2 held to sm_120's, fa3; from libvattn_flashinfer_mla.so) and S
 target_verify kernel (extend_attention_fwd, from the files vattn.sglang_files extracts), on
 vattn bench's verify shapes: H=8, d_qk 576, d_v 512, P x B x T (T <= 16: a chain, else a random
 tree), scattered KV slots, inputs rotated through copies that defeat the L2 (256 MB, at most 32,
-as src/gpu/bench.cpp does). In the same run it calls `vattn bench --json` for each --kernel
+as vattn/gpu/bench.cpp does). In the same run it calls `vattn bench --json` for each --kernel
 revision and prints one table: each kernel's graph-replay time (median of --reps single replays
 after --warmup, CUDA events, as vattn bench times graph_us) and its share of the roofline
 vattn bench measured (max(bytes / copy GB/s, flops / mma.sync TFLOP/s): the same ceilings for
@@ -38,7 +38,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 D_QK, D_V = 576, 512
-ROTATE_BYTES, MAX_SETS = 256e6, 32  # src/gpu/bench.cpp: kRotateBytes, kMaxSets
+ROTATE_BYTES, MAX_SETS = 256e6, 32  # vattn/gpu/bench.cpp: kRotateBytes, kMaxSets
 SM_SCALE = 0.1446796
 PEERS = ("fa2", "fa2-sm120", "fa3", "sglang")
 SHORT = {"split-v1": "v1", "split-v2": "v2", "split-v1.so": "v1.so", "split-v2.so": "v2.so"}
@@ -402,7 +402,7 @@ def make_peers(a, torch):
 
 
 def median(v):
-    return sorted(v)[len(v) // 2]  # as src/gpu/bench.cpp
+    return sorted(v)[len(v) // 2]  # as vattn/gpu/bench.cpp
 
 
 def gate_cycles(torch, stream, us):

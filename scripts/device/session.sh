@@ -115,7 +115,7 @@ for step in $steps; do
       [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     python) bash "$root/scripts/device/python_step.sh" || rc=1 ;;
     probe) for groups in 4 16; do
-             "$b/src/gpu/vattn_ceiling_probe" --row-groups $groups 2>&1 | tee "$out/probe-$groups.log"
+             "$b/vattn_ceiling_probe" --row-groups $groups 2>&1 | tee "$out/probe-$groups.log"
              [ "${PIPESTATUS[0]}" = 0 ] || rc=1
            done ;;
     timeline)

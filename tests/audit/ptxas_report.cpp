@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "ptxas_report.h"
+#include "tests/audit/ptxas_report.h"
 
 #include <regex>
 

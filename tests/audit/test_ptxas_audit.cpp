@@ -11,8 +11,8 @@
 #include <set>
 #include <sstream>
 
-#include "ptxas_report.h"
-#include "vattn_abi.h"
+#include "tests/audit/ptxas_report.h"
+#include "kernels/vattn_abi.h"
 
 extern "C" const vattn_revision* vattn_revision_split_v1(void);
 extern "C" const vattn_revision* vattn_revision_split_v2(void);

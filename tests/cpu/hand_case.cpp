@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "hand_case.h"
+#include "tests/cpu/hand_case.h"
 
 #include <algorithm>
 #include <numeric>
 #include <random>
 
-#include "bf16.h"
+#include "vattn/case/bf16.h"
 
 namespace vattn::test {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "case.h"
+#include "vattn/case/case.h"
 
 namespace vattn::test {
 

@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "temp_dir.h"
+#include "tests/cpu/temp_dir.h"
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "bf16.h"
-#include "case.h"
-#include "case_file.h"
-#include "generate.h"
+#include "vattn/case/bf16.h"
+#include "vattn/case/case.h"
+#include "vattn/casefile/case_file.h"
+#include "vattn/gen/generate.h"
 
 namespace {
 

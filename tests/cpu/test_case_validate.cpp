@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "case.h"
-#include "case_file.h"
+#include "vattn/case/case.h"
+#include "vattn/casefile/case_file.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The partly-visible-poison judgement (src/check/draft_poison.h) on host data: the float64
+// The partly-visible-poison judgement (vattn/check/draft_poison.h) on host data: the float64
 // oracle of the poisoned case passes it; a leak into a row that cannot see the draft, a finite
 // row that sees a NaN key, and a NaN lse over a finite output row each fail it, named.
 #include <algorithm>
@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "case.h"
-#include "cpu_oracle.h"
-#include "draft_poison.h"
-#include "hand_case.h"
+#include "vattn/case/case.h"
+#include "vattn/oracle/cpu_oracle.h"
+#include "vattn/check/draft_poison.h"
+#include "tests/cpu/hand_case.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The campaign's pure logic (fuzz/campaign): an Investigation fed synthetic verdicts (confirm,
+// The campaign's pure logic (vattn/fuzz/campaign): an Investigation fed synthetic verdicts (confirm,
 // shrink, budgets, the repro it keeps), the case stream's determinism (seed, index) -> recipe,
 // and the journal read back after a kill (a torn last line skipped, then cut by open_append).
 // The processes around them (supervisor, workers) are tested through `vattn fuzz` in tests/cli.
@@ -15,17 +15,17 @@
 
 #include <catch2/catch.hpp>
 
-#include "temp_dir.h"
+#include "tests/cpu/temp_dir.h"
 
-#include "bf16.h"
-#include "case.h"
-#include "case_stream.h"
-#include "gen_recipe.h"
-#include "generate.h"
-#include "investigation.h"
-#include "journal.h"
-#include "partials_check.h"
-#include "protocol.h"
+#include "vattn/case/bf16.h"
+#include "vattn/case/case.h"
+#include "vattn/fuzz/gen/case_stream.h"
+#include "vattn/fuzz/gen/gen_recipe.h"
+#include "vattn/gen/generate.h"
+#include "vattn/fuzz/campaign/investigation.h"
+#include "vattn/fuzz/campaign/journal.h"
+#include "vattn/fuzz/worker/partials_check.h"
+#include "vattn/fuzz/protocol/protocol.h"
 
 using vattn::InputError;
 using vattn::Recipe;
@@ -335,7 +335,7 @@ TEST_CASE("fuzz campaign: read_journal refuses what is not a campaign journal, n
 
 namespace fuzz = vattn::fuzz;
 
-// The fp32-partials property (fuzz/worker/partials_check.h) on synthetic zero-query outputs: the
+// The fp32-partials property (vattn/fuzz/worker/partials_check.h) on synthetic zero-query outputs: the
 // mean of V rows computed the way a kernel with fp32 partials does passes, one whose split means
 // were stored in bf16 fails, and a cancelling mean with an fp32-sized error is not called wrong.
 namespace {

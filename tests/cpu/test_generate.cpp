@@ -12,12 +12,12 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "bf16.h"
-#include "case.h"
-#include "case_file.h"
-#include "gen_rng.h"
-#include "gen_rows.h"
-#include "generate.h"
+#include "vattn/case/bf16.h"
+#include "vattn/case/case.h"
+#include "vattn/casefile/case_file.h"
+#include "vattn/gen/gen_rng.h"
+#include "vattn/gen/gen_rows.h"
+#include "vattn/gen/generate.h"
 
 using vattn::Case;
 using vattn::InputError;

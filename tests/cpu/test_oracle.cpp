@@ -9,11 +9,11 @@
 #include <numeric>
 #include <random>
 
-#include "bf16.h"
-#include "case.h"
-#include "cpu_common.h"
-#include "cpu_oracle.h"
-#include "hand_case.h"
+#include "vattn/case/bf16.h"
+#include "vattn/case/case.h"
+#include "vattn/oracle/cpu_common.h"
+#include "vattn/oracle/cpu_oracle.h"
+#include "tests/cpu/hand_case.h"
 
 namespace {
 

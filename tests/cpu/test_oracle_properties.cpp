@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Properties of the float64 CPU oracle over shrinkable generated cases (fuzz/gen_recipe.h),
+// Properties of the float64 CPU oracle over shrinkable generated cases (vattn/fuzz/gen/gen_recipe.h),
 // plus the checks that the generators shrink and that the RapidCheck glue reproduces.
 // The metamorphic properties need no second oracle: each transforms a generated Case and
 // states what must (not) change. Sizes: VATTN_FUZZ_BUDGET (default small), case counts:
-// VATTN_FUZZ_CASES or RC_PARAMS (see fuzz/README.md).
+// VATTN_FUZZ_CASES or RC_PARAMS (see vattn/fuzz/README.md).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,12 +19,12 @@
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
 
-#include "bf16.h"
-#include "case.h"
-#include "cpu_oracle.h"
-#include "gen_recipe.h"
-#include "generate.h"
-#include "rc_support.h"
+#include "vattn/case/bf16.h"
+#include "vattn/case/case.h"
+#include "vattn/oracle/cpu_oracle.h"
+#include "vattn/fuzz/gen/gen_recipe.h"
+#include "vattn/gen/generate.h"
+#include "tests/support/rc_support.h"
 
 using namespace vattn;
 

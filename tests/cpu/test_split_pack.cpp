@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "split_pack.h"
+#include "kernels/split_pack.h"
 
 using vattn::split_pack::Choice;
 using vattn::split_pack::choose;

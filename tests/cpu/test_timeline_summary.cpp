@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// vattn timeline's summary (src/gpu/timeline_summary.h) on made-up stamps: which blocks and
+// vattn timeline's summary (vattn/gpu/timeline_summary.h) on made-up stamps: which blocks and
 // items count, each phase in us from the block's own clock rate, the milestones, and stamps
 // that cannot be of one call refused with the call, block and point named.
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "timeline_summary.h"
+#include "vattn/gpu/timeline_summary.h"
 
 namespace {
 

@@ -10,12 +10,12 @@
 #include <random>
 #include <string>
 
-#include "bf16.h"
-#include "case.h"
-#include "cpu_oracle.h"
-#include "generate.h"
-#include "hand_case.h"
-#include "tolerance.h"
+#include "vattn/case/bf16.h"
+#include "vattn/case/case.h"
+#include "vattn/oracle/cpu_oracle.h"
+#include "vattn/gen/generate.h"
+#include "tests/cpu/hand_case.h"
+#include "vattn/check/tolerance.h"
 
 namespace {
 

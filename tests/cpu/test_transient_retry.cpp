@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The wait-and-retry policy the GPU tests use when another process holds the device's memory
-// (src/gpu/transient_retry.h), with a fake step and a fake clock.
+// (vattn/gpu/transient_retry.h), with a fake step and a fake clock.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <utility>
 #include <vector>
 
-#include "transient_retry.h"
+#include "vattn/gpu/transient_retry.h"
 
 using std::chrono::milliseconds;
 

@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cuda_check.h"
-#include "device_buffer.h"
+#include "vattn/gpu/cuda_check.h"
+#include "vattn/gpu/device_buffer.h"
 
 int main(int argc, char** argv) {
   bool listing = false;
@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   // ctest -j runs several of these processes on one GPU: an allocation that finds the memory
-  // full waits for the others (src/gpu/transient_retry.h) instead of failing the test.
+  // full waits for the others (vattn/gpu/transient_retry.h) instead of failing the test.
   vattn::set_device_memory_wait(std::chrono::seconds(120));
   return Catch::Session().run(argc, argv);
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "gpu_testbed.h"
+#include "tests/gpu/gpu_testbed.h"
 
 #include <atomic>
 #include <cstdio>
@@ -8,9 +8,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "case_file.h"
-#include "cpu_oracle.h"
-#include "naive_runner.h"
+#include "vattn/casefile/case_file.h"
+#include "vattn/oracle/cpu_oracle.h"
+#include "vattn/gpu/naive_runner.h"
 
 namespace vattn::test {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "case.h"
-#include "generate.h"
-#include "kernel_runner.h"
-#include "tolerance.h"
+#include "vattn/case/case.h"
+#include "vattn/gen/generate.h"
+#include "vattn/gpu/kernel_runner.h"
+#include "vattn/check/tolerance.h"
 
 namespace vattn::test {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "property_support.h"
+#include "tests/gpu/property_support.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,10 @@
 #include <random>
 #include <sstream>
 
-#include "bf16.h"
-#include "draft_poison.h"
-#include "naive_runner.h"
-#include "tolerance.h"
+#include "vattn/case/bf16.h"
+#include "vattn/check/draft_poison.h"
+#include "vattn/gpu/naive_runner.h"
+#include "vattn/check/tolerance.h"
 
 namespace vattn::test {
 

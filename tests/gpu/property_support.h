@@ -6,10 +6,10 @@
 
 #include <string>
 
-#include "case.h"
-#include "cpu_oracle.h"
-#include "gen_recipe.h"
-#include "gpu_testbed.h"
+#include "vattn/case/case.h"
+#include "vattn/oracle/cpu_oracle.h"
+#include "vattn/fuzz/gen/gen_recipe.h"
+#include "tests/gpu/gpu_testbed.h"
 
 namespace vattn::test {
 
@@ -37,7 +37,7 @@ Case permute_slots(const Case& c, uint64_t seed);
 // NaN/Inf in every pool row no request references (plus extra such rows) and in the KV of
 // draft nodes no row may see.
 Case poison_outside_key_sets(const Case& c, uint64_t seed);
-// The whole partly-visible-poison check of one case on `revision` (src/check/draft_poison.h):
+// The whole partly-visible-poison check of one case on `revision` (vattn/check/draft_poison.h):
 // poison a draft (chosen by `seed`), run the clean and the poisoned case with `splits`, compare.
 // `applicable` is false when the case has no partly visible draft (nothing was run); `label`
 // names the draft.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA-graph checks (src/gpu/graph_check.h): they pass on the in-tree revision, built in
+// The CUDA-graph checks (vattn/gpu/graph_check.h): they pass on the in-tree revision, built in
 // and as a library, and they catch each deliberately graph-unsafe variant by the check that
 // names its fault (variants built with -DVATTN_BUILD_PLANTED=ON).
 #include <filesystem>
@@ -7,8 +7,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "gpu_testbed.h"
-#include "graph_check.h"
+#include "tests/gpu/gpu_testbed.h"
+#include "vattn/gpu/graph_check.h"
 
 using namespace vattn;
 

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "gpu_testbed.h"
+#include "tests/gpu/gpu_testbed.h"
 
 using namespace vattn;
 

@@ -4,7 +4,7 @@
 // poisons outputs and workspace with NaN and checks the guard bands of every buffer.
 #include <catch2/catch.hpp>
 
-#include "gpu_testbed.h"
+#include "tests/gpu/gpu_testbed.h"
 
 using vattn::test::check_vs_cpu;
 using vattn::test::make_case;

@@ -2,7 +2,7 @@
 // Long contexts, where the CPU oracle is slow: the kernel against the naive GPU oracle.
 #include <catch2/catch.hpp>
 
-#include "gpu_testbed.h"
+#include "tests/gpu/gpu_testbed.h"
 
 TEST_CASE("long prefixes against the naive GPU oracle", "[gpu][kernel][long]") {
   for (const char* line : {"B=1 H=8 P=[65536] T=[16] tree=chain profile=k26 layout=scattered poison=0 seed=51",

@@ -5,9 +5,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "cpu_oracle.h"
-#include "gpu_testbed.h"
-#include "naive_runner.h"
+#include "vattn/oracle/cpu_oracle.h"
+#include "tests/gpu/gpu_testbed.h"
+#include "vattn/gpu/naive_runner.h"
 
 TEST_CASE("naive GPU oracle agrees with the CPU float64 oracle", "[gpu][oracle]") {
   for (const char* line : {"B=3 H=8 P=[0,4099,65] T=[1,17,64] tree=random profile=uniform layout=scattered poison=1 seed=61",

@@ -8,8 +8,8 @@
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
 
-#include "gpu_testbed.h"
-#include "split_pack.h"
+#include "tests/gpu/gpu_testbed.h"
+#include "kernels/split_pack.h"
 
 TEST_CASE("packed remainders of one request agree with the naive GPU oracle", "[gpu][kernel][packed]") {
   int dev = 0, sms = 0;

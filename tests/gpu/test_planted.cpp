@@ -10,10 +10,10 @@
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
 
-#include "gen_recipe.h"
-#include "gpu_testbed.h"
-#include "property_support.h"
-#include "rc_support.h"
+#include "vattn/fuzz/gen/gen_recipe.h"
+#include "tests/gpu/gpu_testbed.h"
+#include "tests/gpu/property_support.h"
+#include "tests/support/rc_support.h"
 
 using namespace vattn;
 

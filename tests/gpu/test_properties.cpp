@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Property-based tests of the kernel: RapidCheck draws shrinkable recipes (fuzz/gen_recipe.h)
+// Property-based tests of the kernel: RapidCheck draws shrinkable recipes (vattn/fuzz/gen/gen_recipe.h)
 // and each property states what the contract promises. A failure prints the shrunk case as
 // one recipe line, the RC_PARAMS that re-run it, and writes an HDF5 repro under
 // $VATTN_FINDINGS_DIR. Budgets: VATTN_FUZZ_BUDGET (default here: medium for oracle
-// comparisons) and VATTN_FUZZ_CASES / RC_PARAMS (see fuzz/README.md).
+// comparisons) and VATTN_FUZZ_CASES / RC_PARAMS (see vattn/fuzz/README.md).
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -11,12 +11,12 @@
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
 
-#include "cpu_oracle.h"
-#include "gen_recipe.h"
-#include "gpu_testbed.h"
-#include "naive_runner.h"
-#include "property_support.h"
-#include "rc_support.h"
+#include "vattn/oracle/cpu_oracle.h"
+#include "vattn/fuzz/gen/gen_recipe.h"
+#include "tests/gpu/gpu_testbed.h"
+#include "vattn/gpu/naive_runner.h"
+#include "tests/gpu/property_support.h"
+#include "tests/support/rc_support.h"
 
 using namespace vattn;
 using namespace vattn::test;

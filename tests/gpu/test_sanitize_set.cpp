@@ -5,7 +5,7 @@
 // memcheck (with --padding), racecheck, initcheck and synccheck.
 #include <catch2/catch.hpp>
 
-#include "gpu_testbed.h"
+#include "tests/gpu/gpu_testbed.h"
 
 TEST_CASE("sanitizer set: every kernel path on small cases", "[gpu][kernel][sanitize]") {
   for (const char* line : {"B=3 H=8 P=[0,99,33] T=[1,17,40] tree=padded profile=adversarial layout=sparse poison=1 seed=81",

@@ -11,10 +11,10 @@
 
 #include <cuda_runtime.h>
 
-#include "bench_case.h"
-#include "case.h"
-#include "gpu_testbed.h"
-#include "timeline.h"
+#include "vattn/gpu/bench_case.h"
+#include "vattn/case/case.h"
+#include "tests/gpu/gpu_testbed.h"
+#include "vattn/gpu/timeline.h"
 
 namespace {
 

@@ -26,11 +26,12 @@ echo "== cmake --install $build --prefix $tmp/prefix"
 cmake --install "$build" --prefix "$tmp/prefix" > "$tmp/install.log" || { cat "$tmp/install.log"; exit 1; }
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for f in include/vattn/case_file.h include/vattn/case.h include/vattn/generate.h include/vattn/cpu_oracle.h \
-         include/vattn/tolerance.h lib/cmake/vattn/vattnConfig.cmake lib/cmake/vattn/vattnTargets.cmake; do
+for f in include/vattn/casefile/case_file.h include/vattn/case/case.h include/vattn/gen/generate.h \
+         include/vattn/oracle/cpu_oracle.h include/vattn/recipe/recipe.h include/vattn/check/tolerance.h \
+         lib/cmake/vattn/vattnConfig.cmake lib/cmake/vattn/vattnTargets.cmake; do
   [ -f "$tmp/prefix/$f" ] || fail "not installed: $f"
 done
-[ -e "$tmp/prefix/include/vattn/gpu_naive_oracle.h" ] && fail "a CUDA header was installed"
+[ -e "$tmp/prefix/include/vattn/oracle/gpu_naive_oracle.h" ] && fail "a CUDA header was installed"
 # The exported package must not point back into the source or build tree.
 if grep -rlF -e "$src/" -e "$build/" "$tmp/prefix/lib/cmake/vattn"; then fail "the package names the source or build tree"; fi
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317  # the helpers are called through check(), which shellcheck cannot follow
 # report_chromium.sh VATTN_EXE REPORT_PY
-# The fuzz morning report (fuzz/report/morning_report.py) as a person would see it: two small
+# The fuzz morning report (vattn/fuzz/report/morning_report.py) as a person would see it: two small
 # campaigns on host targets (one with a wrong-answer finding, exit 1; one clean, exit 0), the
 # report of the first with --compare the second, then headless Chromium renders the page:
 #  - its dumped DOM says every <img class="plot"> decoded (data-plots-loaded = data-plots-total > 0,

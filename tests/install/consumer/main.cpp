@@ -2,12 +2,11 @@
 // Outside user of the installed vattn package: generate a case, write it to an HDF5 case file,
 // read it back, run the float64 oracle and compare it against itself. Prints PASS, exits 0.
 // usage: vattn_consumer OUT.h5
-#include <vattn/case_file.h>  // the namespaced form
-#include <vattn/generate.h>
-
-#include "cpu_oracle.h"  // the flat form works too
-#include "recipe.h"
-#include "tolerance.h"
+#include <vattn/casefile/case_file.h>
+#include <vattn/check/tolerance.h>
+#include <vattn/gen/generate.h>
+#include <vattn/oracle/cpu_oracle.h>
+#include <vattn/recipe/recipe.h>
 
 #include <cstdio>
 #include <exception>

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+// vattn fuzz: the overnight campaign (vattn/fuzz/campaign/supervisor.h), and `vattn fuzz-worker`, the
+// worker process it starts (not for people: the supervisor speaks to it over pipes).
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include <unistd.h>
+
+#include "vattn/cli/args.h"
+#include "vattn/fuzz/gen/case_stream.h"
+#include "vattn/cli/commands.h"
+#if VATTN_HAVE_CUDA
+#include "vattn/fuzz/worker/gpu_target.h"
+#endif
+#include "vattn/fuzz/campaign/supervisor.h"
+#include "vattn/fuzz/worker/worker.h"
+
+namespace vattn::cli {
+
+namespace {
+
+// The stream's limits, widened so one given recipe fits them too (`--recipe`, shrink candidates).
+GenBudget widen(GenBudget b, const Recipe& r) {
+  b.max_batch = std::max<int>(b.max_batch, static_cast<int>(r.prefix.size()));
+  b.max_heads = std::max(b.max_heads, r.heads);
+  int64_t sum_t = 0;
+  for (size_t i = 0; i < r.drafts.size(); ++i) {
+    b.max_drafts = std::max(b.max_drafts, r.drafts[i]);
+    sum_t += r.drafts[i];
+  }
+  b.max_total_drafts = std::max(b.max_total_drafts, sum_t);
+  b.max_splits = std::max(b.max_splits, r.splits);
+  return b;
+}
+
+// --shard I/N: two whole numbers, 0 <= I < N <= 2^20.
+void parse_shard(const std::string& text, fuzz::CampaignOptions& o) {
+  const size_t slash = text.find('/');
+  auto whole = [](const std::string& s) {
+    return !s.empty() && s.size() <= 7 && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  const std::string i = slash == std::string::npos ? "" : text.substr(0, slash);
+  const std::string n = slash == std::string::npos ? "" : text.substr(slash + 1);
+  if (!whole(i) || !whole(n)) throw UsageError("--shard must be I/N with whole numbers, e.g. 0/4 (got '" + text + "')");
+  o.shard_index = std::stoll(i);
+  o.shard_count = std::stoll(n);
+  if (o.shard_count < 1 || o.shard_count > (1 << 20) || o.shard_index >= o.shard_count)
+    throw UsageError("--shard I/N needs 0 <= I < N <= 1048576 (got '" + text + "')");
+  o.shard_given = true;
+}
+
+}  // namespace
+
+int cmd_fuzz(int argc, char** argv) {
+  Args args("fuzz", "--kernel NAME|LIB.so|host:NAME [options]",
+            "An overnight fuzz campaign against one kernel revision. A supervisor that never touches CUDA\n"
+            "hands generated cases (campaign seed + case index -> one recipe) to one worker process per GPU;\n"
+            "a worker that crashes, hangs or is killed is replaced and the case it was running becomes a\n"
+            "finding. Findings are de-duplicated by signature, confirmed in a fresh worker, shrunk, and\n"
+            "written to DIR/findings/NNN-<class>/ (finding.json, repro.h5, shrunk.h5, the command that\n"
+            "re-runs it). DIR/journal.jsonl records every verdict as it comes: --resume DIR continues the\n"
+            "same stream after a stop or a kill -9. Host targets (no GPU): host:bf16-reference, and\n"
+            "host:faulty[:RULES] (crashes, hangs or answers wrong on chosen cases; for tests).\n"
+            "On a terminal a progress line and one line per finding; otherwise only the closing summary.\n"
+            "Docs: vattn/fuzz/README.md.");
+  args.option("kernel", "NAME|LIB.so|host:NAME", "what to fuzz (built in: split-v1, split-v2)", "", 'k')
+      .option("hours", "H", "stop after H hours of this run", "8 (unless --cases)")
+      .option("cases", "N", "the campaign's size: run case indices 0..N-1")
+      .option("out", "DIR", "campaign directory (created; must not hold a campaign)", "fuzz-<UTC time>")
+      .option("resume", "DIR", "continue the campaign in DIR (same kernel, seed, budget; totals carried over)")
+      .option("seed", "S", "campaign seed", "random")
+      .option("shard", "I/N", "run only the indices i with i % N == I (N hosts, one stream: give each the same --seed)")
+      .option("ledger", "FILE", "known, tolerated findings (vattn/fuzz/ledger.json): counted, not raised again")
+      .option("budget", "small|medium|large", "case mix (vattn/fuzz/README.md)", "large")
+      .option("gpus", "all|0,1,..", "GPU workers, one per GPU", "all")
+      .option("workers", "N", "worker processes for a host:* target", "1")
+      .option("threads", "N", "pool threads per worker (generation, CPU oracles)", "cores / workers - 1")
+      .option("window", "N", "cases in flight per worker", "2 x threads + 2")
+      .option("case-timeout", "SECONDS", "deadline floor per case (the deadline grows with the case's work)", "30")
+      .option("heartbeat-timeout", "SECONDS", "a worker silent this long is taken as hung", "20")
+      .option("max-shrink-runs", "N", "runs spent shrinking one finding", "400")
+      .option("max-shrink-seconds", "SECONDS", "time spent shrinking one finding", "900")
+      .option("stop-after-findings", "N", "stop once N new findings are confirmed and shrunk (e.g. 1: is it broken at all?)")
+      .flag("no-report", "do not write DIR/report.html at the end (vattn report DIR makes it later)")
+      .option("recipe", "LINE", "run only this case, in a fresh worker, and print its verdict (re-runs a finding)")
+      .option("repro", "FILE", "with --recipe: write the repro here when it fails")
+      .example("vattn fuzz --kernel split-v1 --hours 8 --out night1", "a night on every GPU")
+      .example("vattn fuzz --resume night1", "continue after a stop or a crash of the machine")
+      .example("vattn fuzz --kernel build/revisions/librev.so --cases 100000", "a fixed-size campaign")
+      .example("vattn fuzz --kernel host:faulty --budget small --cases 200", "the supervisor without a GPU")
+      .example("vattn fuzz --kernel split-v1 --recipe \"B=1 H=1 P=[0] T=[17]\"", "re-run one case")
+      .example("vattn fuzz --kernel split-v1 --seed 7 --shard 2/8 --hours 8 --out night1/task-2",
+               "host 2 of 8 (scripts/slurm/); merge with vattn fuzz-merge")
+      .note("exit codes: 0 nothing found, 1 findings (the summary lists them), 2 usage, or nothing could run\n"
+            "(the kernel does not load, no CUDA device for a GPU revision, workers cannot start)");
+  fuzz::CampaignOptions o;
+  std::string recipe, repro;
+  try {
+    if (!args.parse(argc, argv)) return kExitOk;
+    if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
+    o.kernel = args.get("kernel");
+    o.resume_dir = args.get("resume");
+    if (o.kernel.empty() && o.resume_dir.empty()) throw UsageError("--kernel is required (or --resume DIR)");
+    if (!o.resume_dir.empty() && (args.has("seed") || args.has("budget") || args.has("out") || args.has("shard")))
+      throw UsageError("--resume keeps the campaign's seed, budget, shard and directory; leave --seed, --budget, --shard "
+                       "and --out out");
+    if (args.has("shard")) parse_shard(args.get("shard"), o);
+    o.ledger = args.get("ledger");
+    o.report = !args.has("no-report");
+    if (args.has("hours")) {
+      o.hours = args.get_double("hours", 8);
+      if (!(o.hours > 0) || o.hours > 24 * 365) throw UsageError("--hours must be > 0 (got " + args.get("hours") + ")");
+    }
+    if (args.has("cases")) o.cases = args.get_int("cases", 0, 1, int64_t{1} << 40);
+    if (o.hours < 0 && o.cases < 0 && o.resume_dir.empty()) o.hours = 8;  // a resumed campaign keeps its --cases
+    if (args.has("seed")) {
+      o.seed = static_cast<uint64_t>(args.get_int("seed", 1, 0, INT64_MAX));
+      o.seed_given = true;
+    } else {
+      o.seed = std::random_device{}() ^ (static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) << 20);
+      o.seed &= 0x7fffffffffffffffull;
+    }
+    o.budget = args.get("budget", "large");
+    if (o.budget != "small" && o.budget != "medium" && o.budget != "large")
+      throw UsageError("--budget must be small, medium or large (got '" + o.budget + "')");
+    o.gpus = args.get("gpus", "all");
+    o.workers = static_cast<int>(args.get_int("workers", 1, 1, 256));
+    o.threads = static_cast<int>(args.get_int("threads", 0, 1, 1024));
+    o.window = static_cast<int>(args.get_int("window", 0, 1, 100000));
+    o.case_timeout = args.get_double("case-timeout", 30);
+    o.heartbeat_timeout = args.get_double("heartbeat-timeout", 20);
+    if (!(o.case_timeout > 0) || !(o.heartbeat_timeout > 0)) throw UsageError("timeouts must be > 0 seconds");
+    o.max_shrink_runs = static_cast<int>(args.get_int("max-shrink-runs", 400, 0, 1000000));
+    o.max_shrink_seconds = args.get_double("max-shrink-seconds", 900);
+    if (args.has("stop-after-findings")) o.stop_after_findings = static_cast<int>(args.get_int("stop-after-findings", 0, 1, 1000000));
+    recipe = args.get("recipe");
+    repro = args.get("repro");
+    if (!repro.empty() && recipe.empty()) throw UsageError("--repro goes with --recipe");
+    if (!recipe.empty() && !o.resume_dir.empty()) throw UsageError("--recipe runs one case; it does not go with --resume");
+#if !VATTN_HAVE_CUDA
+    if (!o.kernel.empty() && o.kernel.rfind("host:", 0) != 0) {
+      std::fprintf(stderr, "vattn fuzz: --kernel %s: %s; only host:* targets run\n", o.kernel.c_str(), kNoCuda);
+      return kExitBadInput;
+    }
+#endif
+    if (args.has("out")) {
+      o.out_dir = args.get("out");
+    } else {
+      char buf[64];
+      const std::time_t t = std::time(nullptr);
+      std::strftime(buf, sizeof buf, "fuzz-%Y%m%dT%H%M%SZ", std::gmtime(&t));
+      o.out_dir = buf;
+    }
+  } catch (const UsageError& e) {
+    return args.usage_error(e.what());
+  }
+  o.self_exe = self_exe();
+  for (int i = 0; i < argc; ++i) o.argv_line += (i ? " " : "vattn ") + std::string(argv[i]);
+  o.progress = ::isatty(STDERR_FILENO) != 0;
+  try {
+    if (!recipe.empty()) return fuzz::run_single_recipe(o, recipe, repro);
+    return fuzz::run_campaign(o);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "vattn fuzz: %s\n", e.what());
+    return kExitBadInput;
+  }
+}
+
+int cmd_fuzz_worker(int argc, char** argv) {
+  Args args("fuzz-worker", "--kernel K [--budget B] [--threads N] [--envelope-recipe LINE]",
+            "The worker process of `vattn fuzz` (started by it; speaks JSON lines on stdin and fd 3).");
+  args.option("kernel", "K", "target").option("budget", "B", "stream budget (plan limits)", "large")
+      .option("threads", "N", "pool threads", "cores - 1")
+      .option("envelope-recipe", "LINE", "widen the plan limits so this recipe fits");
+  fuzz::WorkerOptions w;
+  try {
+    if (!args.parse(argc, argv)) return kExitOk;
+    w.target.spec = args.get("kernel");
+    fuzz::StreamConfig sc;
+    sc.budget = args.get("budget", "large");
+    w.target.envelope = fuzz::CaseStream(sc).envelope();
+    if (args.has("envelope-recipe")) w.target.envelope = widen(w.target.envelope, Recipe::parse(args.get("envelope-recipe")));
+    w.threads = static_cast<int>(args.get_int("threads", 0, 0, 1024));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vattn fuzz-worker: %s\n", e.what());
+    return kExitBadInput;
+  }
+#if VATTN_HAVE_CUDA
+  return fuzz::worker_main(w, [](const fuzz::TargetOptions& t) { return fuzz::make_gpu_target(t); });
+#else
+  return fuzz::worker_main(w, nullptr);  // host:* targets only
+#endif
+}
+
+}  // namespace vattn::cli

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// vattn report: the HTML morning report of a campaign (or of a merge), optionally beside another
+// campaign. The page is made by vattn/fuzz/report/morning_report.py (matplotlib); this command finds it
+// and passes the options on, so people need only one program name.
+#include <cstdio>
+
+#include "vattn/cli/args.h"
+#include "vattn/cli/commands.h"
+#include "vattn/fuzz/campaign/report_runner.h"
+
+namespace vattn::cli {
+
+int cmd_report(int argc, char** argv) {
+  Args args("report", "DIR [--compare DIR_B] [--out FILE]",
+            "Writes the morning report of the fuzz campaign in DIR (or of a `vattn fuzz-merge` directory):\n"
+            "one self-contained HTML page with throughput over time, coverage histograms, verdicts,\n"
+            "findings (class, count, shrunk recipe, the line that re-runs it), the ledger of tolerated\n"
+            "findings and the workers. --compare puts a second campaign beside it (e.g. last night's\n"
+            "revision and tonight's). Needs python3 with matplotlib (Debian: python3-matplotlib).");
+  args.positionals("DIR", "campaign directory (holds summary.json and journal.jsonl)", 1)
+      .option("compare", "DIR_B", "a second campaign, shown side by side")
+      .option("out", "FILE", "where to write the page", "DIR/report.html")
+      .option("title", "TEXT", "the page's title")
+      .example("vattn report night1", "writes night1/report.html")
+      .example("vattn report night2 --compare night1 --out compare.html", "two revisions side by side")
+      .note("exit codes: 0 written, 2 unusable campaign directory, or python3/matplotlib missing");
+  std::vector<std::string> pass;
+  try {
+    if (!args.parse(argc, argv)) return kExitOk;
+    if (args.positional().size() != 1) throw UsageError("one campaign directory, please (--compare for a second)");
+    pass.push_back(args.positional().front());
+    for (const char* o : {"compare", "out", "title"}) {
+      if (args.has(o)) {
+        pass.push_back(std::string("--") + o);
+        pass.push_back(args.get(o));
+      }
+    }
+  } catch (const UsageError& e) {
+    return args.usage_error(e.what());
+  }
+  const fuzz::ReportRun r = fuzz::run_report(self_exe(), pass);
+  if (!r.output.empty()) std::fprintf(r.code == 0 ? stdout : stderr, "%s\n", r.output.c_str());
+  if (r.code == 127) std::fprintf(stderr, "vattn report: cannot run the report generator (python3 with matplotlib)\n");
+  if (std::fflush(stdout) != 0) return kExitBadInput;
+  return r.code == 0 ? kExitOk : kExitBadInput;
+}
+
+}  // namespace vattn::cli

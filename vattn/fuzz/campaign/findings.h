@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// Findings of a campaign: one directory per distinct signature (DIR/findings/NNN-<class>/) with
+// finding.json (class, check, evidence, count, first case, shrunk recipe, how to reproduce) and
+// the repro files. A bug hit ten thousand times is one directory with a count.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vattn/case/case.h"
+#include "vattn/fuzz/protocol/protocol.h"
+
+namespace vattn::fuzz {
+
+struct Finding {
+  std::string id;         // "001"
+  std::string dir;        // DIR/findings/001-crash
+  std::string signature;
+  Verdict first;          // the first case that showed it
+  std::string recipe;     // that case's recipe line
+  int64_t count = 0;      // failed cases with this signature (this campaign, resumes included)
+  std::string state = "investigating";  // investigating | done | interrupted
+  json investigation;     // confirmed, shrunk recipe, steps, runs, stop reason
+  std::string repro, shrunk_repro;  // file names inside dir, "" when none
+  json to_json(const std::string& kernel) const;
+};
+
+class FindingStore {
+ public:
+  FindingStore(std::string campaign_dir, std::string kernel);
+  Finding* find(const std::string& signature);
+  // A new finding for a failed case; moves the worker's repro (if any) into its directory.
+  Finding& add(const Verdict& v, const std::string& recipe);
+  // Restores a finding from the journal and its finding.json on --resume.
+  Finding& restore(const json& finding_line, const json* done_line, int64_t hits);
+  void save(const Finding& f) const;  // finding.json, written atomically (tmp + rename)
+  std::vector<Finding*> all();
+  const std::string& kernel() const { return kernel_; }
+
+  // The commands that re-run a recipe or a repro file against the kernel.
+  static std::string rerun_command(const std::string& kernel, const std::string& recipe);
+
+ private:
+  std::string dir_, kernel_;
+  std::vector<std::unique_ptr<Finding>> findings_;
+  std::map<std::string, Finding*> by_signature_;
+};
+
+using vattn::shell_quote;  // case.h
+
+}  // namespace vattn::fuzz

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "vattn/fuzz/campaign/merge.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "vattn/case/case.h"
+#include "vattn/fuzz/campaign/journal.h"
+
+namespace vattn::fuzz {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Adds the counts of `from` into `into`: {key: n} maps, nested to any depth.
+void add_counts(json& into, const json& from) {
+  for (auto it = from.begin(); it != from.end(); ++it) {
+    if (it.value().is_object()) {
+      if (!into.contains(it.key())) into[it.key()] = json::object();
+      add_counts(into[it.key()], it.value());
+    } else if (it.value().is_number_integer()) {
+      into[it.key()] = into.value(it.key(), int64_t{0}) + it.value().get<int64_t>();
+    }
+  }
+}
+
+int64_t integer(const json& j, const char* key, const std::string& file) {
+  if (!j.contains(key) || !j.at(key).is_number_integer()) throw InputError(file, "", key, "missing or not a whole number");
+  return j.at(key).get<int64_t>();
+}
+
+std::string text(const json& j, const char* key, const std::string& file) {
+  if (!j.contains(key) || !j.at(key).is_string()) throw InputError(file, "", key, "missing or not a string");
+  return j.at(key).get<std::string>();
+}
+
+}  // namespace
+
+json read_summary(const std::string& dir) {
+  const std::string path = dir + "/summary.json";
+  std::ifstream in(path);
+  if (!in) {
+    throw InputError(path, "", "summary.json",
+                     "missing: the campaign has not stopped cleanly (a killed run writes none; `vattn fuzz --resume " +
+                         dir + "` finishes it)");
+  }
+  std::stringstream all;
+  all << in.rdbuf();
+  json j = json::parse(all.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw InputError(path, "", "summary.json", "is not a JSON object");
+  if (j.value("schema", "") != "vattn-fuzz-summary" || !j.contains("version") || j.at("version") != 1)
+    throw InputError(path, "", "schema", "not a vattn-fuzz-summary version 1 (this vattn reads version 1)");
+  return j;
+}
+
+json merge_campaigns(const std::vector<std::string>& part_dirs) {
+  if (part_dirs.size() < 1) throw InputError("", "", "parts", "no campaign directories to merge");
+  json out{{"schema", "vattn-fuzz-summary"}, {"version", 1}, {"campaign_cases", 0}, {"failed", 0},
+           {"suite_errors", 0}, {"tolerated", 0}, {"verdicts", json::object()}, {"coverage", json::object()},
+           {"workers", json::array()}, {"findings", json::array()}, {"merged_from", json::array()},
+           {"parts", json::array()}};
+  std::map<uint64_t, std::map<int64_t, std::string>> owner;  // seed -> case index -> part that ran it
+  std::map<std::string, size_t> finding_at;                  // signature -> index in out["findings"]
+  std::map<std::pair<std::string, std::string>, size_t> ledger_at;
+  json ledger_entries = json::array();
+  std::set<uint64_t> seeds;
+  std::set<std::string> seen_dirs;
+  double elapsed = 0;
+  int64_t cases_run = 0, long_run = 0;
+  for (const std::string& dir_in : part_dirs) {
+    const std::string dir = fs::absolute(dir_in).lexically_normal().string();
+    if (!seen_dirs.insert(dir).second) throw InputError(dir, "", "parts", "given twice");
+    const std::string file = dir + "/summary.json";
+    const json s = read_summary(dir);
+    const JournalState js = read_journal(dir + "/journal.jsonl");
+    const std::string kernel = text(s, "kernel", file), budget = text(s, "budget", file);
+    const uint64_t seed = js.campaign.value("seed", uint64_t{0});
+    if (out.contains("kernel") && out["kernel"] != kernel)
+      throw InputError(file, "", "kernel", "'" + kernel + "', but the first part fuzzes '" + out["kernel"].get<std::string>() +
+                                               "': merge campaigns of one kernel");
+    if (out.contains("budget") && out["budget"] != budget)
+      throw InputError(file, "", "budget", "'" + budget + "', but the first part's is '" + out["budget"].get<std::string>() + "'");
+    out["kernel"] = kernel;
+    out["budget"] = budget;
+    seeds.insert(seed);
+    // One stream, one runner per case: shards of a seed must not overlap.
+    auto& ran = owner[seed];
+    for (int64_t i : js.done) {
+      auto [it, fresh] = ran.emplace(i, dir);
+      if (!fresh)
+        throw InputError(file, "", "shard", "case " + std::to_string(i) + " of seed " + std::to_string(seed) +
+                                                " was run by " + it->second + " too: the parts overlap (give each task its own --shard I/N)");
+    }
+    const int64_t cases = integer(s, "campaign_cases", file);
+    for (const char* key : {"campaign_cases", "failed", "suite_errors"}) out[key] = out[key].get<int64_t>() + integer(s, key, file);
+    out["tolerated"] = out["tolerated"].get<int64_t>() + s.value("tolerated", int64_t{0});
+    add_counts(out["verdicts"], s.value("verdicts", json::object()));
+    add_counts(out["coverage"], s.value("coverage", json::object()));
+    const std::string part_name = fs::path(dir).filename().string();
+    for (json w : s.value("workers", json::array())) {
+      w["label"] = part_name + "/" + w.value("label", "?");
+      out["workers"].push_back(w);
+    }
+    if (s.contains("this_run") && s["this_run"].is_object()) {
+      elapsed = std::max(elapsed, s["this_run"].value("elapsed_s", 0.0));
+      cases_run += s["this_run"].value("cases", int64_t{0});
+      long_run += s["this_run"].value("long_cases", int64_t{0});
+    }
+    for (const json& f : s.value("findings", json::array())) {
+      const std::string sig = text(f, "signature", file);
+      const json where{{"dir", dir}, {"id", f.value("id", "")}, {"count", f.value("count", int64_t{0})},
+                       {"evidence", dir + "/" + f.value("dir", "findings/" + f.value("id", ""))}};
+      auto it = finding_at.find(sig);
+      if (it == finding_at.end()) {
+        json first = f;
+        first["parts"] = json::array({where});
+        finding_at[sig] = out["findings"].size();
+        out["findings"].push_back(first);
+      } else {
+        json& g = out["findings"][it->second];
+        g["count"] = g.value("count", int64_t{0}) + f.value("count", int64_t{0});
+        g["parts"].push_back(where);
+      }
+    }
+    if (s.contains("ledger")) {
+      for (const json& e : s["ledger"].value("entries", json::array())) {
+        const auto key = std::make_pair(e.value("signature", ""), e.value("kernel", "*"));
+        auto it = ledger_at.find(key);
+        if (it == ledger_at.end()) {
+          ledger_at[key] = ledger_entries.size();
+          ledger_entries.push_back(e);
+        } else {
+          ledger_entries[it->second]["count"] = ledger_entries[it->second].value("count", int64_t{0}) + e.value("count", int64_t{0});
+        }
+      }
+    }
+    json part{{"dir", dir}, {"cases", cases}, {"seed", seed}, {"stopped", s.value("stopped", "")}};
+    if (js.campaign.contains("shard")) part["shard"] = js.campaign["shard"];
+    out["parts"].push_back(part);
+    out["merged_from"].push_back(dir);
+  }
+  out["seed"] = seeds.size() == 1 ? json(*seeds.begin()) : json(nullptr);
+  out["seeds"] = seeds;
+  out["stopped"] = "merged " + std::to_string(part_dirs.size()) + " part(s)";
+  out["this_run"] = {{"elapsed_s", elapsed}, {"cases", cases_run}, {"long_cases", long_run}};
+  if (!ledger_entries.empty()) out["ledger"] = {{"file", "(merged)"}, {"entries", ledger_entries}};
+  return out;
+}
+
+}  // namespace vattn::fuzz

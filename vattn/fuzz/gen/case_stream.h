@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// The campaign's case stream: (campaign seed, case index) -> one recipe, completely. Nothing else
+// feeds a case, so a journal of indices is enough to resume a campaign, and two workers (or two
+// hosts) that take disjoint indices never run the same case.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "vattn/fuzz/gen/gen_recipe.h"
+#include "vattn/gen/generate.h"
+
+namespace vattn::fuzz {
+
+// What a campaign draws from. small/medium are the RapidCheck budgets of the property suites
+// (host oracles); large is the overnight GPU mix: about 70% short cases (the medium budget,
+// held to the CPU oracle) and 30% long-context ones (one request with P_b >= 65536, held to
+// the naive GPU oracle), plus device-side variants when the target runs on a device.
+struct StreamConfig {
+  uint64_t seed = 1;
+  std::string budget = "large";  // small | medium | large
+  bool device_variants = false;  // draw slot_base and fault run parameters (GPU targets only)
+};
+
+struct StreamCase {
+  int64_t index = 0;
+  Recipe recipe;
+  int64_t work = 0;           // sum_b T_b * H * (P_b + T_b)
+  bool long_context = false;  // some P_b >= kLongPrefix
+};
+
+constexpr int kLongPrefix = 65536;
+
+class CaseStream {
+ public:
+  explicit CaseStream(StreamConfig config);  // throws InputError (field --budget) on an unknown budget
+  const StreamConfig& config() const { return config_; }
+  StreamCase at(int64_t index) const;
+  // The limits every recipe of this stream stays within (plan limits of a GPU worker).
+  const GenBudget& envelope() const { return envelope_; }
+
+ private:
+  StreamConfig config_;
+  GenBudget short_, long_, envelope_;
+};
+
+// One recipe's size class and coverage buckets, for progress lines and the summary.
+std::string size_class(const StreamCase& c);   // "short" | "long"
+std::string prefix_bucket(const Recipe& r);    // largest P_b: "0", "1-64", "65-4096", "4097-65535", ">=65536"
+std::string draft_bucket(const Recipe& r);     // largest T_b: "1", "2-16", "17-64", "65-256", ">=257"
+std::string batch_bucket(const Recipe& r);     // "1", "2-4", "5-16", ">16"
+std::string split_class(const Recipe& r);      // "auto", "1", "<=tiles", ">tiles (empty splits)", ">=32"
+std::string pool_class(const Recipe& r);       // "ordinary" | "slot*576 >= 2^31" | "slot*576 >= 2^32"
+
+}  // namespace vattn::fuzz

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host targets: the suite's supervisor, journal, findings and shrinking are exercised without a
+// GPU through these. host:bf16-reference is the bf16-emulating CPU reference held to the
+// float64 oracle (it must never fail); host:faulty is the same reference with planted faults on
+// chosen cases: a real SIGSEGV, an abort, a hang, a silent exit, or a wrong element.
+#include <csignal>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+#include <unistd.h>
+
+#include "vattn/recipe/vocab.h"
+#include "vattn/fuzz/worker/target.h"
+#include "vattn/fuzz/worker/verify.h"
+
+namespace vattn::fuzz {
+
+namespace {
+
+struct FaultRule {
+  std::string action;  // crash | abort | hang | exit | wrong
+  char field = 'T';    // P | T | H | B
+  int64_t value = 0;
+  bool matches(const Recipe& r) const {
+    switch (field) {
+      case 'H': return r.heads == value;
+      case 'B': return static_cast<int64_t>(r.prefix.size()) == value;
+      case 'P':
+        for (int p : r.prefix)
+          if (p == value) return true;
+        return false;
+      default:
+        for (int t : r.drafts)
+          if (t == value) return true;
+        return false;
+    }
+  }
+};
+
+std::vector<FaultRule> parse_rules(const std::string& text) {
+  std::vector<FaultRule> rules;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const size_t at = item.find('@'), eq = item.find('=');
+    FaultRule f;
+    f.action = item.substr(0, at);
+    const bool known = f.action == "crash" || f.action == "abort" || f.action == "hang" || f.action == "exit" ||
+                       f.action == "wrong";
+    if (at == std::string::npos || eq != at + 2 || !known || std::string("PTHB").find(item[at + 1]) == std::string::npos) {
+      throw InputError("", "", "--kernel",
+                       "host:faulty rule '" + item + "' is not ACTION@FIELD=VALUE (ACTION crash|abort|hang|exit|wrong, "
+                       "FIELD P|T|H|B), e.g. " + kFaultyDefaultRules);
+    }
+    f.field = item[at + 1];
+    const std::string num = item.substr(eq + 1);
+    char* end = nullptr;
+    f.value = std::strtoll(num.c_str(), &end, 10);
+    if (num.empty() || *end != '\0' || f.value < 0) {
+      throw InputError("", "", "--kernel", "host:faulty rule '" + item + "': '" + num + "' is not a whole number >= 0");
+    }
+    rules.push_back(f);
+  }
+  if (rules.empty()) throw InputError("", "", "--kernel", "host:faulty: no rules after ':'");
+  return rules;
+}
+
+class HostReference : public Target {
+ public:
+  HostReference(std::string name, std::vector<FaultRule> rules) : name_(std::move(name)), rules_(std::move(rules)) {}
+  std::string name() const override { return name_; }
+  std::string device() const override { return "host"; }
+  bool device_variants() const override { return false; }
+
+  Check run(const Case& c, const Recipe& r, std::shared_ptr<void> /*prepared*/) override {
+    std::string wrong;
+    for (const auto& rule : rules_) {
+      if (!rule.matches(r)) continue;
+      if (rule.action == "crash") {
+        std::raise(SIGSEGV);  // what a wild store would do, without depending on undefined behaviour
+      } else if (rule.action == "abort") {
+        std::abort();
+      } else if (rule.action == "hang") {
+        while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+      } else if (rule.action == "exit") {
+        ::_exit(0);
+      } else if (wrong.empty()) {
+        wrong = std::string("wrong@") + rule.field + "=" + std::to_string(rule.value);
+      }
+    }
+    // The code under test: what a correct bf16 kernel computes.
+    auto result = std::make_shared<Reference>(reference_bf16_emulated(c));
+    auto out = std::make_shared<std::vector<float>>(result->out.begin(), result->out.end());
+    auto lse = std::make_shared<std::vector<float>>(result->lse.begin(), result->lse.end());
+    if (!wrong.empty() && !out->empty()) (*out)[out->size() / 2] += 0.75f;  // far outside any bf16 bound
+    return [this, &c, result, out, lse](const ReproRequest& repro) {
+      const Reference ref = oracle_fp64(c);
+      Verdict v = compare_verdict(c, ref, result.get(), *out, *lse, "oracle_fp64", name_);
+      if (repro.wanted(v)) {
+        write_repro_file(c, repro.path, name_, &ref, "oracle_fp64", out.get(), lse.get(), v.signature());
+        v.repro = repro.path;
+      }
+      return v;
+    };
+  }
+
+  void write_repro(const Case& c, const std::string& path, const std::string& note) override {
+    const Reference ref = oracle_fp64(c);
+    write_repro_file(c, path, name_, &ref, "oracle_fp64", nullptr, nullptr, note);
+  }
+
+ private:
+  std::string name_;
+  std::vector<FaultRule> rules_;
+};
+
+}  // namespace
+
+std::unique_ptr<Target> make_host_target(const TargetOptions& options) {
+  const std::string& spec = options.spec;
+  if (spec.rfind("host:", 0) != 0) return nullptr;
+  if (spec == "host:bf16-reference") return std::make_unique<HostReference>(spec, std::vector<FaultRule>{});
+  if (spec == "host:faulty") return std::make_unique<HostReference>(spec, parse_rules(kFaultyDefaultRules));
+  if (spec.rfind("host:faulty:", 0) == 0) return std::make_unique<HostReference>(spec, parse_rules(spec.substr(12)));
+  throw InputError("", "", "--kernel",
+                   "unknown host target '" + spec + "' (host:bf16-reference, host:faulty[:RULE,...] with RULE like " +
+                       kFaultyDefaultRules + ")");
+}
+
+}  // namespace vattn::fuzz

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// Kernel revisions by name (built into the suite) or by path (a shared library exporting
+// vattn_get_revision_v1), so an old or foreign revision can be tested without a rebuild.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/vattn_abi.h"
+
+namespace vattn {
+
+struct Revision {
+  const vattn_revision* api = nullptr;
+  std::string origin;           // "built-in" or the library path
+  std::shared_ptr<void> library;  // keeps a loaded library open
+  std::string name() const { return api ? api->name : "?"; }
+};
+
+std::vector<std::string> builtin_revision_names();
+
+// "split-v1" (built in) or a path containing '/' or ending in ".so". Throws InputError
+// (field "--kernel") for an unknown name, a library that does not load, lacks the symbol,
+// or speaks another ABI version.
+Revision load_revision(const std::string& name_or_path);
+
+}  // namespace vattn
