@@ -704,7 +704,7 @@ TEST_CASE("rc glue: a failing property reports its shrunk recipe and commands th
 }
 
 TEST_CASE("rc glue: a failure that does not repeat is reported as such, with why it failed", "[property][fuzz]") {
-  // As on a shared GPU (session 16): the first case fails (say, device memory another process
+  // As on a shared GPU: the first case fails (say, device memory another process
   // holds), nothing after it does. RapidCheck re-evaluates the shrunk case to describe it and
   // gets a success; the report must keep the reason and say the failure did not repeat.
   int calls = 0;

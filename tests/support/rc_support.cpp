@@ -37,7 +37,7 @@ class QuietListener : public rc::detail::TestListener {
 // Keeps what RapidCheck's result leaves out: why the cases failed. RapidCheck evaluates the
 // shrunk counterexample once more to describe it, so a failure that does not repeat (device
 // memory taken by another process, a timeout under load, a race) comes back described as a
-// success ("no exceptions thrown") and its reason is lost (session 16, PERF.md).
+// success ("no exceptions thrown") and its reason is lost, as happened on a shared GPU.
 class RecordingListener : public rc::detail::TestListener {
  public:
   void onTestCaseFinished(const rc::detail::CaseDescription& d) override {

@@ -26,7 +26,7 @@
 // still visible in the lse.
 // with lse_c a safety factor, 1: the estimate is already generous, because A_k (the sum of the
 // |products|) bounds partial sums that random-sign data keeps far smaller. For K2.6-like data
-// (lse_scale ~ 20, lse ~ 10) the bound is ~4.5e-5. Measured on the H200 (session 4: 48 generated
+// (lse_scale ~ 20, lse ~ 10) the bound is ~4.5e-5. Measured on the H200 (48 generated
 // cases over all six value profiles, trees and sizes up to P=70001, replayed with split-v1) the
 // kernel's worst lse error is 0.34 of this bound (tiny profile; 0.02-0.13 elsewhere), about the
 // margin the output bound has (0.44). It was 8 until then, which let a kernel that drops one

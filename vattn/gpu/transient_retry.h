@@ -2,7 +2,7 @@
 // Retrying a step that failed for a reason outside this process: device memory held by another.
 // `ctest -L gpu -j 8` runs eight test processes on one GPU, and a case of one may hold tens of GB
 // for a moment (a relocated pool past 2^32 bytes, a long context, the naive oracle's scratch);
-// an allocation in another then fails although nothing is wrong with it. On the H200 (session 17)
+// an allocation in another then fails although nothing is wrong with it. On the H200
 // a split-v1 property failed that way, cudaErrorMemoryAllocation on a 3-draft case, and passed
 // when re-run. So the GPU tests wait for memory instead (set_device_memory_wait in their main);
 // every other program keeps the default of no wait: a fuzz worker is alone on its GPU, and a

@@ -11,7 +11,6 @@
 //   copy-xN      the stream alone with N stages, N tiles in flight at each wait (split-v1
 //                has one): where more stages stop helping, the stream is bandwidth-bound,
 //                and no schedule of a 32-row item can beat that line;
-//   w48*         a first, untuned probe of a wider item (48 rows, 16-key tiles), below.
 // `full` calibrates the probe against `vattn bench`. Timing only: no result is checked.
 // Every kernel records the SM it ran on, so the host can prove one block per SM.
 #include <algorithm>
@@ -179,153 +178,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   sink[blockIdx.x * kThreads + threadIdx.x] = total;
 }
 
-// A wider item, for comparison (probe code, not kernel code): 48 query rows (3 mma row
-// blocks) per KV byte, 16-key tiles, kSt stages (kSt - 1 tiles in flight while one is
-// computed). Every warp keeps Q for all 48 rows over its own share of d_qk (k-steps
-// 5,5,5,5,4,4,4,4: Q is held once, not twice as in split-v1) and O for 64 output columns of
-// all 48 rows. kExchange: all eight S partials go through shared memory and are summed into
-// P (no exp: a lower bound on the softmax's cost); otherwise P is fixed and one partial is
-// kept. An untuned first schedule: its numbers bound nothing.
-constexpr int kWideRows = 48, kWideKeys = 16, kWideMaxSteps = 5;
-constexpr int kWideXStride = kWideKeys + 4, kWidePStride = kWideKeys + 8;
-constexpr size_t kWideSmem(int stages) {
-  return sizeof(uint16_t) * stages * kWideKeys * kSmemStride + sizeof(float) * 8 * kWideRows * kWideXStride +
-         sizeof(uint16_t) * kWideRows * kWidePStride;
-}
-static_assert(kWideSmem(3) <= 101376, "the wide item must fit sm_120's shared memory");
-
-template <int kSt, bool kCopy, bool kMath, bool kExchange>
-__global__ void __launch_bounds__(kThreads, 1)
-    wide_kernel(const uint16_t* __restrict__ pool, const int32_t* __restrict__ slots, const uint16_t* __restrict__ q,
-                int keys, int row_groups, float* sink) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);
-  float* s_x = reinterpret_cast<float*>(smem_raw + sizeof(uint16_t) * kSt * kWideKeys * kSmemStride);
-  uint16_t* s_p = reinterpret_cast<uint16_t*>(s_x + 8 * kWideRows * kWideXStride);
-  record_sm(sink);
-  constexpr int kAhead = kSt - 1;  // tiles in flight while one is computed
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int g = lane >> 2, t4 = lane & 3, mat = lane >> 3, mrow = lane & 7;
-  const int step0 = warp < 4 ? warp * 5 : 20 + (warp - 4) * 4, nsteps = warp < 4 ? 5 : 4;
-  const int copy_row = threadIdx.x >> 4, copy_ch = threadIdx.x & 15;  // 16 threads per row, 4-5 chunks each
-  const int32_t* req_slots = slots + static_cast<int64_t>(blockIdx.x / row_groups) * keys;
-  const int ntiles = keys / kWideKeys;
-
-  uint32_t qf[3][kWideMaxSteps][4];
-#pragma unroll
-  for (int mt = 0; mt < 3; ++mt)
-#pragma unroll
-    for (int j = 0; j < kWideMaxSteps; ++j) {
-      const uint32_t* lo = reinterpret_cast<const uint32_t*>(q + (mt * 16 + g) * kDqk);
-      const uint32_t* hi = lo + 8 * kDqk / 2;
-      const int w = ((step0 + (j < nsteps ? j : 0)) * 16 + 2 * t4) >> 1;
-      qf[mt][j][0] = __ldg(lo + w);
-      qf[mt][j][1] = __ldg(hi + w);
-      qf[mt][j][2] = __ldg(lo + w + 4);
-      qf[mt][j][3] = __ldg(hi + w + 4);
-    }
-  float o[3][8][4] = {};
-  for (int i = threadIdx.x; i < kWideRows * kWidePStride; i += kThreads) s_p[i] = 0x3d00;  // bf16 1/32
-  if constexpr (!kCopy)
-    for (int i = threadIdx.x; i < kSt * kWideKeys * kSmemStride; i += kThreads) s_kv[i] = 0;
-
-  // Pool slots are loaded a tile before their copies are issued (as split-v1 does).
-  auto slot_of_row = [&](int tile) {
-    return kCopy && tile < ntiles ? __ldg(req_slots + tile * kWideKeys + copy_row) : 0;
-  };
-  // Chunks [i0, i1) of this thread's five (the fifth only for copy_ch < 8) of a tile.
-  auto issue = [&](int tile, int32_t slot, int i0, int i1) {
-    if (kCopy && tile < ntiles) {
-      const uint16_t* src = pool + static_cast<int64_t>(slot) * kDqk + copy_ch * 8;
-      uint16_t* to = s_kv + (tile % kSt) * kWideKeys * kSmemStride + copy_row * kSmemStride + copy_ch * 8;
-#pragma unroll
-      for (int i = 0; i < 5; ++i)
-        if (i >= i0 && i < i1 && copy_ch + 16 * i < kChunksPerRow) cp_async_16(to + 128 * i, src + 128 * i, true);
-    }
-  };
-  for (int t = 0; t < kAhead; ++t) {
-    issue(t, slot_of_row(t), 0, 5);
-    if constexpr (kCopy) cp_async_commit();
-  }
-  int32_t slot_next = slot_of_row(kAhead);
-  for (int it = 0; it < ntiles; ++it) {
-    const int32_t slot_after = slot_of_row(it + kAhead + 1);
-    if constexpr (kCopy) cp_async_wait<kAhead - 1>();
-    __syncthreads();  // tile it is in; every warp is past tile it - 1, whose stage tile it + kAhead takes
-    const uint16_t* kv = s_kv + (it % kSt) * kWideKeys * kSmemStride;
-    if constexpr (!kMath) {
-      issue(it + kAhead, slot_next, 0, 5);
-      cp_async_commit();
-      slot_next = slot_after;
-      __syncthreads();
-      continue;
-    }
-    float acc[3][2][4] = {};
-#pragma unroll
-    for (int j = 0; j < kWideMaxSteps; ++j) {
-      if (j < nsteps) {
-        uint32_t bk[4];
-        ldmatrix_x4(bk, kv + ((mat >> 1) * 8 + mrow) * kSmemStride + (step0 + j) * 16 + (mat & 1) * 8);
-#pragma unroll
-        for (int mt = 0; mt < 3; ++mt) {
-          mma_bf16_16816(acc[mt][0], qf[mt][j], bk[0], bk[1]);
-          mma_bf16_16816(acc[mt][1], qf[mt][j], bk[2], bk[3]);
-        }
-      }
-      if (j < 4) issue(it + kAhead, slot_next, j, j + 1);  // spread over the S steps, as split-v1 does
-    }
-    issue(it + kAhead, slot_next, 4, 5);
-    if constexpr (kCopy) cp_async_commit();
-    slot_next = slot_after;
-    if (kExchange || warp == 0) {
-      float* x = s_x + warp * kWideRows * kWideXStride;
-#pragma unroll
-      for (int mt = 0; mt < 3; ++mt)
-#pragma unroll
-        for (int n = 0; n < 2; ++n)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            *reinterpret_cast<float2*>(x + (mt * 16 + g + 8 * h) * kWideXStride + n * 8 + 2 * t4) =
-                make_float2(acc[mt][n][2 * h], acc[mt][n][2 * h + 1]);
-    }
-    if constexpr (kExchange) {
-      __syncthreads();
-      for (int e = threadIdx.x; e < kWideRows * kWideKeys / 2; e += kThreads) {  // two keys per thread and step
-        const int row = e / (kWideKeys / 2), key = (e % (kWideKeys / 2)) * 2;
-        float2 sum = make_float2(0.f, 0.f);
-#pragma unroll
-        for (int w = 0; w < 8; ++w) {
-          const float2 v = *reinterpret_cast<const float2*>(s_x + (w * kWideRows + row) * kWideXStride + key);
-          sum.x += v.x;
-          sum.y += v.y;
-        }
-        *reinterpret_cast<uint32_t*>(s_p + row * kWidePStride + key) = pack_bf16x2(sum.x * 1e-3f, sum.y * 1e-3f);
-      }
-    }
-    __syncthreads();  // P is in
-    uint32_t pa[3][4];
-#pragma unroll
-    for (int mt = 0; mt < 3; ++mt)
-      ldmatrix_x4(pa[mt], s_p + (mt * 16 + (mat & 1) * 8 + mrow) * kWidePStride + (mat >> 1) * 8);
-#pragma unroll
-    for (int np = 0; np < 4; ++np) {
-      uint32_t bv[4];
-      ldmatrix_x4_trans(bv, kv + ((mat & 1) * 8 + mrow) * kSmemStride + warp * 64 + np * 16 + (mat >> 1) * 8);
-#pragma unroll
-      for (int mt = 0; mt < 3; ++mt) {
-        mma_bf16_16816(o[mt][2 * np], pa[mt], bv[0], bv[1]);
-        mma_bf16_16816(o[mt][2 * np + 1], pa[mt], bv[2], bv[3]);
-      }
-    }
-  }
-  float total = 0.f;
-#pragma unroll
-  for (int mt = 0; mt < 3; ++mt)
-#pragma unroll
-    for (int n = 0; n < 8; ++n) total += o[mt][n][0] + o[mt][n][1] + o[mt][n][2] + o[mt][n][3];
-  sink[blockIdx.x * kThreads + threadIdx.x] = total;
-}
-
 struct Variant {
   const char* name;
   void (*kernel)(const uint16_t*, const int32_t*, const uint16_t*, int, int, float*);
@@ -335,7 +187,7 @@ struct Variant {
   const char* what;
 };
 constexpr size_t kStreamSmem(int stages) { return sizeof(uint16_t) * stages * kKeysPerTile * kSmemStride; }
-constexpr int kQRows = kWideRows > kRowsPerTile ? kWideRows : kRowsPerTile;  // rows of Q any variant reads
+constexpr int kQRows = kRowsPerTile;  // rows of Q any variant reads
 const Variant kVariants[] = {
     {"copy", probe_kernel<true, false, false>, false, kRowsPerTile, kSmemBytes,
      "split-v1's KV stream alone (scattered 1152 B rows, cp.async, two stages)"},
@@ -348,15 +200,6 @@ const Variant kVariants[] = {
     {"copy-x2", stream_kernel<2>, false, kRowsPerTile, kStreamSmem(2), "the KV stream alone, 2 stages, 2 tiles in flight"},
     {"copy-x3", stream_kernel<3>, false, kRowsPerTile, kStreamSmem(3), "3 stages, 3 tiles in flight"},
     {"copy-x4", stream_kernel<4>, false, kRowsPerTile, kStreamSmem(4), "4 stages, 4 tiles in flight"},
-    {"w48:copy", wide_kernel<3, true, false, false>, false, kWideRows, kWideSmem(3),
-     "48-row item, 16-key tiles, 3 stages: its stream alone"},
-    {"w48:math", wide_kernel<3, false, true, false>, true, kWideRows, kWideSmem(3), "its math alone"},
-    {"w48:c+m", wide_kernel<3, true, true, false>, true, kWideRows, kWideSmem(3), "both"},
-    {"w48:c+m+x", wide_kernel<3, true, true, true>, true, kWideRows, kWideSmem(3),
-     "both, plus the eight-way S exchange (no exp)"},
-    {"w48s2:copy", wide_kernel<2, true, false, false>, false, kWideRows, kWideSmem(2), "w48:copy with 2 stages"},
-    {"w48s2:c+m", wide_kernel<2, true, true, false>, true, kWideRows, kWideSmem(2), "w48:c+m with 2 stages"},
-    {"w48s4:c+m", wide_kernel<4, true, true, false>, true, kWideRows, kWideSmem(4), "w48:c+m with 4 stages"},
 };
 
 }  // namespace
@@ -377,8 +220,7 @@ const char* kIntro =
     "and the share of the mma.sync peak (measured in the same run) that its item's mma reach\n"
     "(flops of the rows it holds, 2 x 1088 per row and key). The copy-xN lines bound every\n"
     "schedule of a 32-row item: where more stages stop helping, the stream is bandwidth-bound.\n"
-    "The w48 lines are a first, untuned probe of a 48-row item, not kernel code. `full`\n"
-    "calibrates the probe against `vattn bench`. kernels/PERF.md has the H200 numbers.\n"
+    "`full` calibrates the probe against `vattn bench`; kernels/DESIGN.md has the H200 numbers.\n"
     "\n"
     "variants:\n";
 const char* kOptions =
