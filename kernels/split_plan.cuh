@@ -65,11 +65,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
   if (threadIdx.x == 0) {
     const int f = a.forced_splits != nullptr ? *a.forced_splits : 0;
     if (f < 0 || f > p.max_splits) err |= VATTN_DEVERR_SPLITS;
-#ifdef VATTN_PLANT_IGNORE_FORCED_SPLITS
-    s_forced = 0;  // Planted bug: the forced split count is read but never used.
-#else
     s_forced = f;
-#endif
   }
   if (err) atomicOr(&s_error, err);
   __syncthreads();
@@ -135,10 +131,9 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
       if (share < 1) share = 1;
       int per_split = ceil_div(tiles, static_cast<int>(share));
       if (per_split < kMinTilesPerSplit) per_split = kMinTilesPerSplit;
-#if defined(VATTN_SPLIT_V2) && !defined(VATTN_UNSAFE_HOST_GRID)
+#ifdef VATTN_SPLIT_V2
       // One request: a finer cut whose short last splits run two to a block on the blocks the
-      // full ones leave (split_pack.h). Not in the unsafe host-grid variant, which runs one item
-      // a block on a grid of the unpacked plan's size and must be right eagerly.
+      // full ones leave (split_pack.h).
       if (B == 1) {
         const split_pack::Choice c =
             split_pack::choose(tiles, row_tiles, p.grid_partial, ceil_div(tiles, per_split), per_split, p.max_splits);

@@ -66,12 +66,8 @@ __device__ __forceinline__ RowMerge<C> merge_splits(int S, int s_lo, int s_hi, c
 #pragma unroll
     for (int g = 0; g < kReduceGroups; ++g) {
       if (g * 32 >= S) break;
-#ifdef VATTN_PLANT_LOG2_MERGE
-      const float w_mine = exp2f(ls[g] - m.mx);  // Planted bug: weights in base 2 although lse is natural.
-#else
       // An empty split holds o = 0, lse = -inf: weight 0, and its (finite) zeros add nothing.
       const float w_mine = ls[g] == -INFINITY ? 0.f : expf(ls[g] - m.mx);
-#endif
       wpart += w_mine;
       s_w[32 * g + lane] = w_mine;
     }
@@ -149,12 +145,8 @@ __device__ __forceinline__ void merge_rounds(int S, const float* lse_row, const 
   m.mx = fmaxf(-INFINITY, ls);  // fmaxf drops NaN, hence the flag
   for (int o = 16; o > 0; o >>= 1) m.mx = fmaxf(m.mx, __shfl_xor_sync(0xffffffffu, m.mx, o));
   m.nan = __any_sync(0xffffffffu, isnan(ls));
-#ifdef VATTN_PLANT_LOG2_MERGE
-  const float w_mine = m.mx == -INFINITY ? 0.f : exp2f(ls - m.mx);  // Planted bug: see merge_splits.
-#else
   // An empty split holds o = 0, lse = -inf: weight 0, and its (finite) zeros add nothing.
   const float w_mine = m.mx == -INFINITY || ls == -INFINITY ? 0.f : expf(ls - m.mx);
-#endif
 #pragma unroll
   for (int c = 0; c < C; ++c) m.acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 1

@@ -150,51 +150,6 @@ vattn_status run(const vattn_args* a, const vattn_limits* lim, void* ws, size_t 
   p.partial_lse = reinterpret_cast<float*>(base + L.partial_lse);
   p.partial_out = reinterpret_cast<float*>(base + L.partial_out);
 
-  // VATTN_UNSAFE_*: deliberately graph-unsafe builds (tests of the graph checks, built only
-  // with -DVATTN_BUILD_PLANTED=ON). Each breaks one run() rule of vattn_abi.h.
-#ifdef VATTN_UNSAFE_ALLOC
-  // Unsafe: a scratch buffer per call. Capture refuses cudaMalloc; eager calls pay for it.
-  void* scratch = nullptr;
-  if (cudaMalloc(&scratch, size_t{1} << 20) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return VATTN_ERR_CUDA;
-  }
-#endif
-#ifdef VATTN_UNSAFE_D2H
-  // Unsafe: reads the real total draft count back (a synchronous copy that waits for the
-  // stream) and trims the call to it. A graph keeps the capture-time count, so a replay with
-  // more drafts trips the n_q limit on the device.
-  int32_t real_n_q = 0;
-  if (cudaMemcpy(&real_n_q, a->qo_indptr + a->num_requests, sizeof real_n_q, cudaMemcpyDeviceToHost) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return VATTN_ERR_CUDA;
-  }
-  if (real_n_q >= 1 && real_n_q < p.a.n_q) p.a.n_q = real_n_q;
-  const int64_t d2h_items = (p.a.n_q * a->num_heads + kRowsPerTile - 1) / kRowsPerTile * lim->max_splits;
-  if (d2h_items < p.grid_partial) p.grid_partial = static_cast<int>(d2h_items);
-#endif
-#ifdef VATTN_UNSAFE_HOST_GRID
-  // Unsafe: sizes the partial launch, and the planner's balance target, from this call's
-  // lengths read back to the host. A graph captured with short sequences keeps the small
-  // target, so longer replays get another split plan than an eager run of the same inputs.
-  int32_t host_kv[kMaxRequests + 1], host_qo[kMaxRequests + 1];
-  const size_t indptr_bytes = sizeof(int32_t) * static_cast<size_t>(a->num_requests + 1);
-  if (cudaMemcpy(host_kv, a->kv_indptr, indptr_bytes, cudaMemcpyDeviceToHost) != cudaSuccess ||
-      cudaMemcpy(host_qo, a->qo_indptr, indptr_bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return VATTN_ERR_CUDA;
-  }
-  int64_t host_items = 0;
-  for (int b = 0; b < a->num_requests; ++b) {
-    const int64_t drafts = host_qo[b + 1] - host_qo[b], keys = host_kv[b + 1] - host_kv[b] + drafts;
-    host_items += (drafts * a->num_heads + kRowsPerTile - 1) / kRowsPerTile *
-                  ((keys + kMinKeysPerSplit - 1) / kMinKeysPerSplit);
-  }
-  if (host_items < 1) host_items = 1;
-  if (host_items < p.target_items) p.target_items = static_cast<int>(host_items);
-  p.grid_partial = p.target_items;
-#endif
-
   split_plan_kernel<<<1, kThreads, 0, stream>>>(p);
 #ifdef VATTN_PDL
   // The partial and reduce kernels may start while the kernel before them runs (pdl.cuh): they
@@ -205,19 +160,6 @@ vattn_status run(const vattn_args* a, const vattn_limits* lim, void* ws, size_t 
 #else
   split_partial_kernel<<<p.grid_partial, kPartialThreads, kSmemBytes, stream>>>(p);
   split_reduce_kernel<<<f.sms * f.reduce_blocks_per_sm, kThreads, 0, stream>>>(p);
-#endif
-#ifdef VATTN_UNSAFE_SYNC
-  // Unsafe: waits for its own work. Capture refuses it; eager calls block the host.
-  if (cudaStreamSynchronize(stream) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return VATTN_ERR_CUDA;
-  }
-#endif
-#ifdef VATTN_UNSAFE_ALLOC
-  if (cudaFree(scratch) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return VATTN_ERR_CUDA;
-  }
 #endif
   return cudaPeekAtLastError() == cudaSuccess ? VATTN_OK : VATTN_ERR_CUDA;
 }

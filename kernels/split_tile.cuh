@@ -123,11 +123,7 @@ __device__ __forceinline__ void online_softmax(const float (&s)[4], float& m_run
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
   const float m_new = fmaxf(m_run, mx);
   const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: avoid -inf - -inf
-#ifdef VATTN_PLANT_SKIP_RESCALE
-  const float corr = 1.f;  // Planted bug: the running max moves but old terms are not rescaled.
-#else
   const float corr = exp2f(m_run - m_use);
-#endif
   float pe[4];
 #pragma unroll
   for (int e = 0; e < 4; ++e) pe[e] = exp2f(s[e] - m_use);

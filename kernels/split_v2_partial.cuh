@@ -157,24 +157,11 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   const float scale2 = a.sm_scale * 1.4426950408889634f;  // logits in log2 units: exp2 in the loop
   const int total = p.header->total_work;
 
-#ifdef VATTN_UNSAFE_HOST_GRID
-  const int item_stride = total + 1;  // unsafe variant: one item per block (see split_partial.cuh)
-#else
   const int item_stride = gridDim.x;  // persistent: any grid covers every item
-#endif
   for (int item = blockIdx.x; item < total; item += item_stride) {
     tl_item(item, 0);
     const int b = find_request(a.num_requests, item, [&](int i) { return p.requests[i].work_begin; });
     const RequestPlan r = p.requests[b];
-#ifdef VATTN_PLANT_CRASH
-    if (r.drafts == 17) *reinterpret_cast<volatile float*>(static_cast<uintptr_t>(0x10)) = 0.f;  // see split_partial.cuh
-#endif
-#ifdef VATTN_PLANT_HANG
-    if (r.prefix == 77) {  // see split_partial.cuh
-      const volatile int32_t* prefix_word = &p.requests[b].prefix;
-      while (*prefix_word == 77) __nanosleep(1000);
-    }
-#endif
     // Packed plans (split_pack.h) rotate the request's numbering; the loop stays grid-stride.
     const int local = split_pack::rotated(item - r.work_begin, r.rotate, r.row_tiles * r.splits);
     const int split = local / r.row_tiles, rt = local % r.row_tiles;
@@ -497,11 +484,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
           mx *= scale2;  // the max of the scaled scores: scale2 > 0
           const float m_new = mx > m_run[i] + kV2LazyRescale ? mx : m_run[i];  // NaN mx: keeps m_run, as fmaxf did
           const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: avoid -inf - -inf
-#ifdef VATTN_PLANT_SKIP_RESCALE
-          corr[i] = 1.f;  // Planted bug: the running max moves but old terms are not rescaled.
-#else
           corr[i] = ex2_ftz(m_run[i] - m_use);
-#endif
           m_run[i] = m_new;
           float pe[4][2];
 #pragma unroll
@@ -578,9 +561,6 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       lt += __shfl_xor_sync(0xffffffffu, lt, 1);
       lt += __shfl_xor_sync(0xffffffffu, lt, 2);
       float lse2 = lt == 0.f ? -INFINITY : (m_run[i] == -INFINITY ? 0.f : m_run[i]) + log2f(lt);
-#ifdef VATTN_PLANT_EMPTY_SPLIT_NAN
-      if (ntiles == 0) lse2 = NAN;  // Planted bug: an empty split hands NaN to the merge.
-#endif
       inv[i] = lt == 0.f ? 0.f : 1.f / lt;
       lse_nat[i] = lse2 * 0.6931471805599453f;
     }
@@ -608,12 +588,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       // H = 8) has 8 of its 64 rows, and writing all 64 would move eight times the bytes.
       const int live_rows = min(kRowsPerTile, rows_end - rt_end * kRowsPerTile);
       auto partial_value = [&](float x, float y, float f) {
-#ifdef VATTN_PLANT_BF16_PARTIALS
-        const uint32_t v = pack_bf16x2(x * f, y * f);  // Planted bug: see split_partial.cuh
-        return make_float2(bf16_lo(v), bf16_hi(v));
-#else
         return make_float2(x * f, y * f);
-#endif
       };
       if (!grp_b) {
         // A, during B's last P.V: straight from the fragments (each row's four lanes write 32 B).
