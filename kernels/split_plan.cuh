@@ -131,16 +131,16 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
       if (share < 1) share = 1;
       int per_split = ceil_div(tiles, static_cast<int>(share));
       if (per_split < kMinTilesPerSplit) per_split = kMinTilesPerSplit;
-#ifdef VATTN_SPLIT_V2
       // One request: a finer cut whose short last splits run two to a block on the blocks the
       // full ones leave (split_pack.h).
-      if (B == 1) {
-        const split_pack::Choice c =
-            split_pack::choose(tiles, row_tiles, p.grid_partial, ceil_div(tiles, per_split), per_split, p.max_splits);
-        per_split = c.per_split;
-        rotate0 = c.rotate;
+      if constexpr (Traits::kPackLoneRequest) {
+        if (B == 1) {
+          const split_pack::Choice c =
+              split_pack::choose(tiles, row_tiles, p.grid_partial, ceil_div(tiles, per_split), per_split, p.max_splits);
+          per_split = c.per_split;
+          rotate0 = c.rotate;
+        }
       }
-#endif
       s = ceil_div(tiles, per_split);
       if (s < 1) s = 1;  // keys == 0 cannot happen (T_b >= 1), kept for safety
       chunk = per_split * kKeysPerTile;

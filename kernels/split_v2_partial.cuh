@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// split-v2's partial kernel (built with -DVATTN_SPLIT_V2; split-v1's is split_partial.cuh).
+// split-v2's partial kernel (split_revision_v2.cu; split-v1's is split_partial.cuh).
 // One work item = (request, row tile of 64 query rows, KV split): twice split-v1's rows for
 // every K/V byte streamed from L2, through split-v1's two 32-key stages (one tile in flight
 // while the other is used). Eight warps; warp w = (row block rb = w >> 1, half hh = w & 1)

@@ -52,7 +52,7 @@ done
 rev_source() {
   case "$1" in
     split-v1) echo "kernels/split_revision.cu" ;;
-    split-v2) echo "kernels/split_revision.cu -DVATTN_SPLIT_V2" ;;
+    split-v2) echo "kernels/split_revision_v2.cu" ;;
     *) return 1 ;;
   esac
 }
