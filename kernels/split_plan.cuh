@@ -18,11 +18,11 @@ __device__ __forceinline__ int ceil_div(int a, int b) { return (a + b - 1) / b; 
 // the requests [l * n, (l + 1) * n), n = ceil(B / 32), and the sums, the largest split count
 // and the first items are warp reductions and scans. A loop over every request in one thread,
 // which read its running maximum back from global memory each time, cost 2-5 us per call on
-// the H200; block-wide CUB scans cost ~1.5 us more than that loop at B = 1 (PERF.md, session 14).
+// the H200; block-wide CUB scans cost ~1.5 us more than that loop at B = 1.
 // Its loops are not unrolled: one block runs this code once a call, cold in the instruction
 // cache, and the unrolled form (1352 instructions on sm_90a, against 728) took about 500 SM
 // cycles longer to the plan's last store; split-v2 became 0.3-0.4% faster over the verify
-// shapes and 0.5-1.5% at B=8 T=16 P=4096 (PERF.md, session 30).
+// shapes and 0.5-1.5% at B=8 T=16 P=4096.
 __device__ __forceinline__ int warp_exclusive_sum(int v, int lane, int& total) {
   int incl = v;
 #pragma unroll

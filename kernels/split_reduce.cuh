@@ -123,7 +123,7 @@ __device__ __forceinline__ void store_row(const RowMerge<C>& m, uint2* dst, floa
 // and weight, which the FMAs take by shuffle; the splits go in rounds of R, all R loads in flight
 // (one round for every split count the spans choose, but C = 1 with 18-32 splits). The reduce
 // is bound by issuing instructions, not by bytes: merge_splits took about 1000 a warp item at
-// B=1 T=64 P=4096 (2048 warp items, 16 warps an SM); this path takes half (PERF.md, session 24).
+// B=1 T=64 P=4096 (2048 warp items, 16 warps an SM); this path takes half.
 template <int C>
 __device__ __forceinline__ void merge_rounds(int S, const float* lse_row, const float4* src, uint2* dst, float* lse_out,
                                              int lane) {
@@ -185,14 +185,14 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
   // What a warp needs of its request's plan, copied to shared memory once per block, so a warp
   // goes from its item to its loads without a dependent global load (the plan, then the
   // indptr, then the LSEs, then the rows: four round trips in a row made the reduce 5-18 us on
-  // the H200; PERF.md, session 14). Read while the error word is still in flight (unused when
+  // the H200). Read while the error word is still in flight (unused when
   // the plan failed).
   // These are read before pdl_wait(), while the partial kernel may still run: only the planner
   // writes them, and it completed before any partial block passed its own pdl_wait(), which
   // comes before that block lets this grid launch (both partial kernels). The partial kernel
   // adds only VATTN_DEVERR_KV_INDEX to the error word, which is not fatal here. ld.global.cg
   // reads them at L2, so no L1 line left by an earlier grid can answer. About 0.5 us of a call
-  // (0.5-2.5% at P <= 16384 on the H200: PERF.md, session 18).
+  // (0.5-2.5% at P <= 16384 on the H200).
   __shared__ int32_t s_reduce_begin[kMaxRequests];
   __shared__ int32_t s_partial_begin[kMaxRequests];
   __shared__ int32_t s_splits[kMaxRequests];
@@ -293,7 +293,7 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
   for (int wi = blockIdx.x * (kThreads / 32) + warp; wi < total_warps; wi += gridDim.x * (kThreads / 32)) {
     // decode()'s body again, by shifts: the reduce's code moved with any shared form of it (a
     // lambda for both paths rescheduled the many-splits path on both targets; that path is
-    // sensitive to its code, PERF.md session 24), and that form was never timed.
+    // sensitive to its code), and that form was never timed.
     Item it;
     const int tile_item = wi >> (kRowBits + span_bits), span = wi & (spans - 1);
     it.tr = (wi >> span_bits) & (kRowsPerTile - 1);

@@ -23,7 +23,7 @@ static_assert(kQuarterDims % 16 == 0, "d_qk quarter must be whole mma k-steps");
 // Where a tile's copies are issued during the previous tile (eight threads per KV row, nine
 // 16-byte chunks each): chunks [0, kCopyCut1) after S k-step kCopyStep1, [kCopyCut1,
 // kCopyCut2) after k-step kCopyStep2, the rest after the softmax. Issued all at once they
-// stall the warps (session 2 in PERF.md).
+// stall the warps).
 constexpr int kCopyStep1 = 0, kCopyStep2 = 4, kCopyCut1 = 2, kCopyCut2 = 5;
 static_assert(kCopyStep2 < kKSteps && kCopyCut2 < kChunksPerRow / 8, "copy schedule inside the S phase");
 

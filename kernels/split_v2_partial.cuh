@@ -8,8 +8,9 @@
 // rows over output columns 256hh.. (128 registers). The K/V stages hold unpadded, swizzled rows
 // (v2_chunk).
 // Q comes in through the K/V stages as whole rows (16-byte copies), not fragment by fragment
-// (PERF.md, session 16). The fp32 partial goes out in two parts: group A's rows straight from
-// their fragments while group B runs its last P.V, then B's through the stages (session 23).
+// (fragment loads cost up to 3.6 us an item on the H200). The fp32 partial goes out in two
+// parts: group A's rows straight from their fragments while group B runs its last P.V, then B's
+// through the stages.
 // Per tile:
 //  1. S partial: rows 16rb.. x all 32 keys over the warp's half of d_qk (18 k-steps);
 //  2. the two warps of a row block swap their partials through shared memory (a named barrier
@@ -20,12 +21,12 @@
 // Ping-pong: row blocks 0-1 (warps 0-3, group A) and 2-3 (warps 4-7, group B) run these steps
 // half a tile apart, B doing its P.V of a tile after the next block barrier. Each scheduler
 // (warp % 4) holds one warp of each group, so one group's swap and softmax, which issue no
-// mma, meet the other group's mma (2-4.5% faster on the H200 at P >= 16384: PERF.md).
+// mma, meet the other group's mma (2-4.5% faster on the H200 at P >= 16384).
 // One block barrier per tile (the stage is in, the other stage is free), against split-v1's
 // three, and no shared-memory round trip for P or the row statistics.
 // The work-item decode and the scan of a tile's V are written out here as in split_partial.cuh:
 // a helper shared by both kernels changed split-v1's SASS and made it 1.4-2.4% slower at
-// P=131072 on the H200 (PERF.md), so each kernel keeps its own copy.
+// P=131072 on the H200, so each kernel keeps its own copy.
 #pragma once
 
 #include <cmath>
@@ -44,7 +45,7 @@ static_assert(kRowsPerTile == 64 && kKeysPerTile == 32 && kStages == 2 && kParti
 constexpr int kV2HalfDims = kDqk / 2;  // 288 = 18 k-steps of 16
 constexpr int kV2KSteps = kV2HalfDims / 16;
 // Where group B issues the next tile's copies (eighteen 16 B chunks per thread): six after each
-// of these S k-steps, all even (issued at once they stall the warps: PERF.md, session 2).
+// of these S k-steps, all even (issued at once they stall the warps).
 constexpr int kV2CopyStep0 = 0, kV2CopyStep1 = 6, kV2CopyStep2 = 12;
 static_assert(kV2HalfDims % 16 == 0 && kV2CopyStep2 < kV2KSteps && kV2CopyStep0 % 2 == 0 && kV2CopyStep1 % 2 == 0 &&
                   kV2CopyStep2 % 2 == 0,
@@ -70,7 +71,7 @@ __device__ __forceinline__ void named_barrier_arrive() {
 // through them) sits within that row: in the same 128 B line, its low three bits crossed with
 // the row's. A row is nine whole lines (kSmemStride, no padding), so the eight chunks a quarter
 // warp copies fill one line, one shared-memory wavefront; padded 1168 B rows cost the copies
-// 10.5 wavefronts an instruction against 4 (ncu, PERF.md session 12). The eight rows an
+// 10.5 wavefronts an instruction against 4 (ncu). The eight rows an
 // ldmatrix reads (consecutive, one chunk) still land on eight distinct bank groups.
 __device__ __forceinline__ int v2_chunk(int row, int c) { return c ^ (row & 7); }
 // The global d_qk k-step (16 dims) of warp-local S k-step ks of half hh: two of every four, so
@@ -86,7 +87,7 @@ __host__ __device__ constexpr int v2_qslot(int ks) {
 // (log2 units), so O and the row sum are rescaled on a few tiles of an item instead of on most
 // (with 16 rows a warp, some row's max moves on most of the first tiles). The result is the
 // same: probabilities are exp2(s - m) <= 256 against that reference, bf16 rounding of P is
-// relative, and the LSE is m + log2(l) for whichever m was used (PERF.md, session 21).
+// relative, and the LSE is m + log2(l) for whichever m was used.
 constexpr float kV2LazyRescale = 8.f;
 static_assert(kSmemStride * 2 % 128 == 0 && v2_kstep(1, kV2KSteps - 1) == kDqk / 16 - 1 && kV2KSteps % 2 == 0,
               "v2's K/V rows are whole 128 B lines; the two halves' k-steps cover d_qk");
@@ -133,11 +134,11 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   __shared__ int s_rowdraft[kRowsPerTile];  // each tile row's draft, -1 past the request's rows
   // The first two masked tiles' rows' visibility words (v2_tile_rows_visibility), tile t at
   // s_vis[t % 3], set by warp 0 in the prologue: the general step masks them with a shift an
-  // element, where a mask load an element cost a T=64 draft tile 1.3 us on the H200 (PERF.md,
-  // session 26). Later masked tiles (T > 64, or a prefix end inside a tile) load as before.
+  // element, where a mask load an element cost a T=64 draft tile 1.3 us on the H200.
+  // Later masked tiles (T > 64, or a prefix end inside a tile) load as before.
   // Moving that work to the general step's own tail spilled on sm_90a or reordered the plain
-  // step's instructions in ways that made every shape 7-9% slower (session 26; not every
-  // reordering costs that: session 27's ctl).
+  // step's instructions in ways that made every shape 7-9% slower on the H200 (not
+  // every reordering costs that; time a reordered build rather than assume).
   __shared__ uint32_t s_vis[3][kRowsPerTile];
   __shared__ int s_visend;  // masked tiles below it have their words in s_vis
   // What only the resolving lanes, the masked tiles and the final store need, kept out of the
@@ -150,7 +151,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   const int H = a.num_heads;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   // Row block; d_qk half (S) and column half (P.V). The two warps of a row block, which meet
-  // twice a tile, sit on two schedulers (warp % 4): up to 3.5% faster on the H200 than on one (PERF.md).
+  // twice a tile, sit on two schedulers (warp % 4): up to 3.5% faster on the H200 than on one.
   const int rb = warp >> 1, hh = warp & 1;
   const int g = lane >> 2, t4 = lane & 3;   // mma fragment coordinates: rows g, g + 8
   const int mat = lane >> 3, mrow = lane & 7;  // ldmatrix: which 8x8 matrix / row this lane addresses
@@ -195,8 +196,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // 16-byte copies (rows past the request's: zeros), in flight with the index loads below, then
     // ldmatrix into the mma layout, k-steps 15 and 17 to s_qlast (v2_qslot), the rest to registers. Loading the
     // fragments with __ldg (four bytes a lane, eight rows an instruction) cost up to 3.6 us an
-    // item on the H200; with 17 k-steps in registers ptxas spills one register in the tile loop
-    // (PERF.md, session 16).
+    // item on the H200; with 17 k-steps in registers ptxas spills one register in the tile loop.
     {
       // Four threads a row, each every fourth 16-byte chunk of it (18 of the 72).
       static_assert(kPartialThreads == 4 * kRowsPerTile && (kDqk / 8) % 4 == 0, "Q copy: 4 threads a row");
@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       const int32_t slot0 = prefetch_slot(a, r, kv_base, k0, kend), slot1 = prefetch_slot(a, r, kv_base, k1, kend);
       // The first two masked tiles' visibility, in flight with Q. When tiles 0 and 1 are among
       // them, which drafts to load follows from it too, in one round trip instead of one a draft
-      // row (0.7 us a T=64 draft tile, PERF.md session 26).
+      // row (0.7 us a T=64 draft tile).
       uint32_t seen0 = ~0u, seen1 = ~0u;
       if (lane == 0) s_visend = n_plain + 2;
 #pragma unroll
@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // prefix and the split (no mask, no scan of V, no partial tile), the general one for the
     // rest (drafts, the split's last tile, B's last P.V). With one body for both, the rare code
     // made ptxas schedule the common path worse: the plain loop is 3-7% faster at P >= 65536 on
-    // the H200, and every tile's arithmetic is the same (PERF.md, session 14).
+    // the H200, and every tile's arithmetic is the same.
     auto step = [&](const int it, auto plain_tag) {
       constexpr bool kPlain = decltype(plain_tag)::value;
       const bool tile = kPlain || it < ntiles;
@@ -452,7 +452,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
 
         // ---- phase 3: mask, online softmax; element (n, e): row g + 8(e >> 1), key 8n + 2t4 + (e & 1) ----
         // The scores stay unscaled: the scale (> 0, run() refuses any other) goes into the row
-        // max and into each exponent's FFMA, 16 multiplies a tile fewer (0.4%, PERF.md session 21).
+        // max and into each exponent's FFMA, 16 multiplies a tile fewer (0.4% faster).
         // The first two masked tiles: each row's visibility word (s_vis), element (n, e) its bit
         // 8n + 2t4 + (e & 1). Later ones: a mask load an element.
         if (!kPlain && it < s_visend) {
@@ -522,7 +522,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     };
 #ifdef VATTN_TIMELINE
     // The probe's "tile 0 in" stamp, after the same wait and barrier as the first step's (which
-    // then pass at once): taken inside the step, it made ptxas spill on sm_90a (session 20).
+    // then pass at once): taken inside the step, it made ptxas spill on sm_90a.
     if (ntiles > 0) {
       cp_async_wait<1>();
       __syncthreads();
@@ -540,7 +540,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // only B's P.V of the last tile. So on a split item A finalizes and stores its 32 rows while B
     // still multiplies, and B then stores its own 32 rows in one pass through the K/V stages
     // (the two halves of all 64 rows through the stages after a block barrier, as before, made
-    // decode calls 2% slower and verify calls 0.35%: PERF.md, session 23). Warp 0, which
+    // decode calls 2% slower and verify calls 0.35%). Warp 0, which
     // resolved every row source, first tells both groups of a bad index: A at A's barrier, B at
     // kBarAToB, which completes once A has arrived and B, past its P.V, waits there.
     if (warp == 0 && bad) s_bad = 1;
@@ -605,7 +605,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         // B, after its last P.V: its 32 rows x 512 through the K/V stages (free: no copy is in
         // flight, and A reads no stage), then whole rows out in 16-byte stores by B's 128 threads.
         // Not when the request has none of them (decode, T = 1: 8 rows of 64): staging rows
-        // nobody reads made B=1 decode calls 3-5% slower (PERF.md, session 23).
+        // nobody reads made B=1 decode calls 3-5% slower.
         constexpr int kOStride = kDv + 8;  // floats a staged row: the fragment stores are conflict-free
         static_assert(sizeof(float) * 32 * kOStride <= kSmemKv, "B's staged rows fit the K/V stages");
         float* s_o = reinterpret_cast<float*>(smem_raw);
