@@ -119,6 +119,43 @@ __device__ __forceinline__ uint32_t v2_tile_rows_visibility(const vattn_args& a,
   return __reduce_or_sync(0xffffffffu, seen);
 }
 
+// Q of the item's 64 rows into the K/V stages (global -> shared tile), as whole rows in 16-byte
+// copies, four threads a row, each every fourth chunk of it (18 of the 72); rows past the
+// request's (row `tile_row0 + row` >= rows_b) are zeros. One commit group.
+__device__ __forceinline__ void load_q_rows_to_stages(const vattn_args& a, uint16_t* s_kv, int64_t row0, int tile_row0,
+                                                      int rows_b) {
+  static_assert(kPartialThreads == 4 * kRowsPerTile && (kDqk / 8) % 4 == 0, "Q copy: 4 threads a row");
+  const int qrow = threadIdx.x >> 2;
+  const bool ok = tile_row0 + qrow < rows_b;
+  const uint16_t* qsrc = ok ? a.q + (row0 + qrow) * kDqk + (threadIdx.x & 3) * 8 : a.q;
+  uint16_t* qdst = s_kv + qrow * kSmemStride;
+#pragma unroll
+  for (int i = 0; i < kDqk / 32; ++i)
+    cp_async_16(qdst + 8 * v2_chunk(qrow, (threadIdx.x & 3) + 4 * i), ok ? qsrc + 32 * i : qsrc, ok);
+  cp_async_commit();
+}
+
+// The warp's Q fragments (shared tile -> registers): rows 16rb.. over its half hh of d_qk, by
+// ldmatrix into the mma layout; k-step ks at qf[v2_qslot(ks)], but k-steps 15 and 17, which the
+// registers cannot hold, to this thread's slots of s_qlast.
+__device__ __forceinline__ void load_q_fragments(uint32_t (&qf)[kV2KSteps - 2][4], const uint16_t* s_kv, uint4* s_qlast,
+                                                 int rb, int hh, int lane) {
+#pragma unroll
+  for (int ks = 0; ks < kV2KSteps; ++ks) {
+    uint32_t f[4];
+    const int qr = 16 * rb + (lane & 15);
+    ldmatrix_x4(f, s_kv + qr * kSmemStride + 8 * v2_chunk(qr, 2 * v2_kstep(hh, ks) + (lane >> 4)));
+    if (v2_qslot(ks) >= 0) {
+      qf[v2_qslot(ks)][0] = f[0];
+      qf[v2_qslot(ks)][1] = f[1];
+      qf[v2_qslot(ks)][2] = f[2];
+      qf[v2_qslot(ks)][3] = f[3];
+    } else {
+      s_qlast[(ks == kV2KSteps - 1) * kPartialThreads + threadIdx.x] = make_uint4(f[0], f[1], f[2], f[3]);
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
   tl_partial(0);  // timing probe builds only (timeline.cuh)
   pdl_wait();  // the planner has completed: its plan and header are visible
@@ -197,18 +234,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // ldmatrix into the mma layout, k-steps 15 and 17 to s_qlast (v2_qslot), the rest to registers. Loading the
     // fragments with __ldg (four bytes a lane, eight rows an instruction) cost up to 3.6 us an
     // item on the H200; with 17 k-steps in registers ptxas spills one register in the tile loop.
-    {
-      // Four threads a row, each every fourth 16-byte chunk of it (18 of the 72).
-      static_assert(kPartialThreads == 4 * kRowsPerTile && (kDqk / 8) % 4 == 0, "Q copy: 4 threads a row");
-      const int qrow = threadIdx.x >> 2;
-      const bool ok = rt * kRowsPerTile + qrow < rows_b;
-      const uint16_t* qsrc = ok ? a.q + (row0 + qrow) * kDqk + (threadIdx.x & 3) * 8 : a.q;
-      uint16_t* qdst = s_kv + qrow * kSmemStride;
-#pragma unroll
-      for (int i = 0; i < kDqk / 32; ++i)
-        cp_async_16(qdst + 8 * v2_chunk(qrow, (threadIdx.x & 3) + 4 * i), ok ? qsrc + 32 * i : qsrc, ok);
-      cp_async_commit();
-    }
+    load_q_rows_to_stages(a, s_kv, row0, rt * kRowsPerTile, rows_b);
     if (threadIdx.x == 0) s_bad = 0;
     bool bad = false;
     // Tiles [0, n_plain) run the plain step: wholly inside the prefix and the split, no mask.
@@ -239,20 +265,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     cp_async_wait<0>();
     __syncthreads();  // Q is in the stages; the row sources of tiles 0 and 1 are set
     uint32_t qf[kV2KSteps - 2][4];  // k-step ks at qf[v2_qslot(ks)]
-#pragma unroll
-    for (int ks = 0; ks < kV2KSteps; ++ks) {
-      uint32_t f[4];
-      const int qr = 16 * rb + (lane & 15);
-      ldmatrix_x4(f, s_kv + qr * kSmemStride + 8 * v2_chunk(qr, 2 * v2_kstep(hh, ks) + (lane >> 4)));
-      if (v2_qslot(ks) >= 0) {
-        qf[v2_qslot(ks)][0] = f[0];
-        qf[v2_qslot(ks)][1] = f[1];
-        qf[v2_qslot(ks)][2] = f[2];
-        qf[v2_qslot(ks)][3] = f[3];
-      } else {
-        s_qlast[(ks == kV2KSteps - 1) * kPartialThreads + threadIdx.x] = make_uint4(f[0], f[1], f[2], f[3]);  // this thread's
-      }
-    }
+    load_q_fragments(qf, s_kv, s_qlast, rb, hh, lane);
     __syncthreads();  // every warp has its Q before tile 0's copies take the stages
     tl_item(item, 1);
     float o[32][4];
