@@ -156,6 +156,39 @@ __device__ __forceinline__ void load_q_fragments(uint32_t (&qf)[kV2KSteps - 2][4
   }
 }
 
+// Each row's softmax sum over its quad, then (registers) 1/l and the natural-log LSE of rows
+// g and g + 8; an empty row (l = 0) gets 1/l = 0 and LSE -inf.
+__device__ __forceinline__ void finalize_row_stats(const float (&m_run)[2], const float (&l_run)[2], float (&inv)[2],
+                                                   float (&lse_nat)[2]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float lt = l_run[i];
+    lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+    lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+    float lse2 = lt == 0.f ? -INFINITY : (m_run[i] == -INFINITY ? 0.f : m_run[i]) + log2f(lt);
+    inv[i] = lt == 0.f ? 0.f : 1.f / lt;
+    lse_nat[i] = lse2 * 0.6931471805599453f;
+  }
+}
+
+// A single-split item's result (registers -> global): O / l of the warp's rows 16rb + g (+ 8)
+// over columns 256hh.. as bf16 into out, and their LSE; rows past the request's are skipped,
+// and a poisoned item (bad KV index) writes NaN.
+__device__ __forceinline__ void write_o_direct(const vattn_args& a, const float (&o)[32][4], const float (&inv)[2],
+                                               const float (&lse_nat)[2], bool poisoned, int64_t row0, int tile_row0,
+                                               int rows_end, int rb, int hh, int g, int t4) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int tr = 16 * rb + g + 8 * i;  // row within the tile
+    if (tile_row0 + tr >= rows_end) continue;
+    const float inv_i = poisoned ? NAN : inv[i];
+    uint32_t* dst = reinterpret_cast<uint32_t*>(a.out + (row0 + tr) * kDv + hh * 256 + 2 * t4);
+#pragma unroll
+    for (int n = 0; n < 32; ++n) dst[n * 4] = pack_bf16x2(o[n][2 * i] * inv_i, o[n][2 * i + 1] * inv_i);
+    if (hh == 0 && t4 == 0) a.lse[row0 + tr] = poisoned ? NAN : lse_nat[i];
+  }
+}
+
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
   tl_partial(0);  // timing probe builds only (timeline.cuh)
   pdl_wait();  // the planner has completed: its plan and header are visible
@@ -568,15 +601,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     }
     // ---- finalize: each row's sum over its quad, 1/l and the LSE, in registers ----
     float inv[2], lse_nat[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      float lt = l_run[i];
-      lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-      lt += __shfl_xor_sync(0xffffffffu, lt, 2);
-      float lse2 = lt == 0.f ? -INFINITY : (m_run[i] == -INFINITY ? 0.f : m_run[i]) + log2f(lt);
-      inv[i] = lt == 0.f ? 0.f : 1.f / lt;
-      lse_nat[i] = lse2 * 0.6931471805599453f;
-    }
+    finalize_row_stats(m_run, l_run, inv, lse_nat);
     if (direct) __syncthreads();  // s_bad; B's last P.V is done
     const bool poisoned = s_bad != 0;
     if (poisoned && threadIdx.x == 0) atomicOr(&p.header->error, VATTN_DEVERR_KV_INDEX);
@@ -585,16 +610,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     const int64_t row0_end = static_cast<int64_t>(s_qo_base) * H + static_cast<int64_t>(rt_end) * kRowsPerTile;
     const int64_t slot = static_cast<int64_t>(s_r.partial_begin) + static_cast<int64_t>(rt_end) * s_r.splits + s_split;
     if (direct) {
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int tr = 16 * rb + g + 8 * i;  // row within the tile
-        if (rt_end * kRowsPerTile + tr >= rows_end) continue;
-        const float inv_i = poisoned ? NAN : inv[i];
-        uint32_t* dst = reinterpret_cast<uint32_t*>(a.out + (row0_end + tr) * kDv + hh * 256 + 2 * t4);
-#pragma unroll
-        for (int n = 0; n < 32; ++n) dst[n * 4] = pack_bf16x2(o[n][2 * i] * inv_i, o[n][2 * i + 1] * inv_i);
-        if (hh == 0 && t4 == 0) a.lse[row0_end + tr] = poisoned ? NAN : lse_nat[i];
-      }
+      write_o_direct(a, o, inv, lse_nat, poisoned, row0_end, rt_end * kRowsPerTile, rows_end, rb, hh, g, t4);
     } else {
       float* dst0 = p.partial_out + slot * kRowsPerTile * kDv;
       // Only the rows the request has go out: the reduce reads no other. A decode item (T = 1,
