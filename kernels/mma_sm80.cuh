@@ -68,8 +68,7 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 }
 
 // 2^x without the fix-up for denormal results that exp2f wraps around MUFU.EX2 (a compare and
-// two multiplies an exponent): a result below 2^-126 becomes 0. split-v2's softmax (PERF.md,
-// session 21).
+// two multiplies an exponent): a result below 2^-126 becomes 0. split-v2's softmax.
 __device__ __forceinline__ float ex2_ftz(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));

@@ -7,18 +7,10 @@
 
 namespace vattn::VATTN_KERN_NS {
 
-#ifdef VATTN_PLANT_NO_NONFINITE_GUARD
-constexpr bool kGuardNonfiniteV = false;  // Planted bug: a masked row meets 0 * NaN/Inf of V in the mma.
-#else
 constexpr bool kGuardNonfiniteV = true;
-#endif
 
 // Word w of draft row i's mask: bit b says whether draft i sees draft 32w + b.
 __device__ __forceinline__ uint32_t mask_word(const vattn_args& a, int64_t mask_base, int words_per_row, int i, int w) {
-#ifdef VATTN_PLANT_MASK_OVERREAD
-  // Planted bug: reads the mask of the next draft row (one row past the right one).
-  i += 1;
-#endif
   return a.mask_bits[mask_base + static_cast<int64_t>(i) * words_per_row + w];
 }
 
@@ -71,10 +63,6 @@ __device__ __forceinline__ int32_t prefetch_slot(const vattn_args& a, const Requ
 template <class Seen>
 __device__ __forceinline__ const uint16_t* resolve_key_by(const vattn_args& a, const RequestPlan& r, int qo_base, int k,
                                                           int kend, int32_t slot, bool& bad_index, Seen seen) {
-#ifdef VATTN_PLANT_DROP_LAST_KEY
-  // Planted bug: the last key of every split is never loaded.
-  if (k == kend - 1) return nullptr;
-#endif
   if (k >= kend) return nullptr;
   if (k < r.prefix) {
     if (slot < 0 || slot >= a.n_slots) {

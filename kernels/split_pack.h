@@ -7,13 +7,13 @@
 // blocks idle: 15 splits of 9 tiles). Cut the keys a few tiles finer and each row tile gets 16
 // full splits and a short 17th; the 8 short ones run two to a block on the 4 blocks the full ones
 // leave, and the longest block is 1-8 tiles shorter at P = 4096-131072. No block that runs a full
-// split runs anything else (kernels/PERF.md, sessions 16, 19, 20 and 26).
+// split runs anything else.
 //
 // The partial kernel's loop stays grid-stride (block b runs items b, b + grid, ...). The plan
 // only rotates the request's item numbering, so that the items landing on blocks with two are
 // the short ones: local item i is number (i + rotate) mod (row_tiles x splits) of the request's
-// split-major order (split = number / row_tiles, row tile = number % row_tiles). Session 19 got
-// the same placement with an item order inside the kernel, and that kernel's tile loop became
+// split-major order (split = number / row_tiles, row tile = number % row_tiles). An item order
+// inside the kernel got the same placement, and that kernel's tile loop became
 // 1-3% slower wherever nothing was packed.
 //
 // Host and device: the planner (split_plan.cuh) calls choose(); tests/cpu/test_split_pack.cpp
@@ -29,9 +29,9 @@
 namespace vattn::split_pack {
 
 // The cost model, in 32-key tiles (2.17 us each on the H200). A block's second item costs about
-// 7 us besides its tiles (`vattn timeline`, session 26: Q 2.8 us, tile 0 0.5, the partial store
+// 7 us besides its tiles (`vattn timeline`: Q 2.8 us, tile 0 0.5, the partial store
 // 3.4), three tiles; four keeps a margin. Its partial store, Q and first tiles cannot overlap
-// under the shared-memory limit. Sessions 17-25 priced it at six tiles (13-16 us then); at four,
+// under the shared-memory limit. When it cost 13-16 us it was priced at six tiles; at four,
 // B=1 T=64 P=4096 packs (17 splits of 8 tiles, the 8 remainders its two draft tiles), which pays
 // only since masked tiles are cheap (split_v2_partial.cuh's s_vis): before, a T=64 draft tile
 // took 4.9 us and that plan was 10% slower.
@@ -39,7 +39,7 @@ constexpr int kLaterItemTiles = 4;
 // A packed plan must shorten the longest block by this much. One tile is enough since the reduce
 // takes a 17th split in the same round of loads as the first 16 (split_reduce.cuh): B=1 T=64
 // P=16384, 17 splits of 32 tiles instead of 16 of 33, became 0.8-1.6% faster on the H200; with a
-// second round it had gained nothing (sessions 21 and 25; session 19's item order lost 1-16%).
+// second round it had gained nothing (and an item order inside the kernel lost 1-16%).
 constexpr int kMinGainTiles = 1;
 
 struct Choice {
@@ -63,7 +63,7 @@ struct Choice {
 // Then: full + 1 splits of L tiles (the last short), the numbering rotated by `blocks`. Items
 // i in [0, blocks) run first, on block i; numbers (i + blocks) mod n put the full items on blocks
 // row_tiles - idle.. and remainders on the rest. O(1): it runs in one thread of every call's
-// planner, on the critical path (a scan over every cut cost 2 us there, session 19).
+// planner, on the critical path (a scan over every cut cost 2 us there).
 VATTN_PACK_FN Choice choose(int tiles, int row_tiles, int blocks, int splits, int per_split, int max_splits) {
   const Choice keep{splits, per_split, 0, false};
   // 32-bit arithmetic within bounds far above the kernel's (kMaxPrefix: 8225 tiles; 1025 drafts

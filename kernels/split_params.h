@@ -8,47 +8,27 @@
 
 #include "vattn_abi.h"
 
-// Two revisions are built from these headers: split-v1 (the default) and split-v2
-// (-DVATTN_SPLIT_V2, split_v2_partial.cuh). Each gets its own namespace, so both can be linked
-// into one program; the work item's shape is the only thing they set differently here.
-#ifdef VATTN_SPLIT_V2
-#define VATTN_KERN_NS kern_v2
-#ifndef VATTN_PDL
-#define VATTN_PDL  // split-v2 launches its partial and reduce kernels with PDL (pdl.cuh)
-#endif
-#else
+// The revision being built: its namespace, where its Traits are (split_traits.h). Set by the
+// revision's .cu; split-v1's by default, for code that includes the shared headers alone
+// (vattn_ceiling_probe runs split-v1's tile math).
+#ifndef VATTN_KERN_NS
 #define VATTN_KERN_NS kern
 #endif
+#include "split_traits.h"
 
 namespace vattn::VATTN_KERN_NS {
 
 constexpr int kDqk = 576;           // kv_lora_rank 512 + rope 64
 constexpr int kDv = 512;            // V = first 512 columns of the same KV row
-#ifdef VATTN_SPLIT_V2
-constexpr int kRowsPerTile = 64;    // query rows (draft x head) per work item
+constexpr int kRowsPerTile = Traits::kRowsPerTile;  // query rows (draft x head) per work item
 constexpr int kKeysPerTile = 32;    // keys per pipeline stage
 constexpr int kStages = 2;
-constexpr int kPartialThreads = 256;  // 8 warps: warp (row block, d_qk half) for S, (row block, 256 columns) for P.V
-// The planner never cuts a request finer than this. 2, not split-v1's 4: once Q and the partial
-// went through the K/V stages an item's fixed cost fell, and at B=1 P=4096 (T=1, 16) twice the
-// splits became 9-14% faster on the H200; no other shape's plan changes (PERF.md, session 17).
-constexpr int kMinTilesPerSplit = 2;
-#else
-constexpr int kRowsPerTile = 32;    // query rows (draft x head) per work item
-constexpr int kKeysPerTile = 32;    // keys per pipeline stage
-constexpr int kStages = 2;
-constexpr int kPartialThreads = 256;  // 8 warps: S by (d_qk quarter x key half), P.V by 64 output columns
-constexpr int kMinTilesPerSplit = 4;  // the planner never cuts a request finer than this
-#endif
+// 8 warps. split-v1: S by (d_qk quarter x key half), P.V by 64 output columns; split-v2: warp
+// (row block, d_qk half) for S, (row block, 256 columns) for P.V.
+constexpr int kPartialThreads = 256;
+constexpr int kMinTilesPerSplit = Traits::kMinTilesPerSplit;
 constexpr int kThreads = 256;       // the plan and reduce kernels
-#ifdef VATTN_SPLIT_V2
-// split-v2's K/V rows are 1152 B, nine whole 128 B lines, without padding: a quarter warp's
-// 16 B copies then fill one line, and the chunks of each line are swizzled (v2_chunk in
-// split_v2_partial.cuh) so that ldmatrix's eight rows still land on distinct banks.
-constexpr int kSmemStride = kDqk;
-#else
-constexpr int kSmemStride = kDqk + 8;  // +16 B per row: ldmatrix rows land on distinct banks
-#endif
+constexpr int kSmemStride = kDqk + Traits::kSmemRowPad;
 constexpr int kMaxHeads = 128;
 constexpr int kMaxDraftsPerRequest = 1025;
 constexpr int64_t kMaxPrefix = 262144;
@@ -60,21 +40,20 @@ constexpr int kXStride = kKeysPerTile + 8;  // floats per row of an S partial: c
 constexpr int kPStride = kKeysPerTile + 8;  // bf16 per row of P: ldmatrix rows on distinct banks
 constexpr size_t kSmemKv = sizeof(uint16_t) * kStages * kKeysPerTile * kSmemStride;
 constexpr size_t kSmemP = sizeof(uint16_t) * kRowsPerTile * kPStride;
-#ifdef VATTN_SPLIT_V2
-// Each warp's S partial (16 rows x 32 keys, 16 floats a lane) in mma-fragment order, read by
-// the warp that shares its rows; on the rare non-finite-V path, a row block's P in row order
-// over its first warp's slot. Then two Q k-steps per thread (2 x 16 B), which the registers
-// cannot hold. No row statistics: each thread keeps its rows' in registers.
-constexpr size_t kSmemExchange = sizeof(float) * kPartialThreads * 16;
-static_assert(sizeof(uint16_t) * 16 * kPStride <= kSmemExchange / (kPartialThreads / 32),
+// kSoftmaxInRegisters (split-v2): each warp's S partial (16 rows x 32 keys, 16 floats a lane)
+// in mma-fragment order, read by the warp that shares its rows; on the rare non-finite-V path, a
+// row block's P in row order over its first warp's slot. Then two Q k-steps per thread (2 x
+// 16 B), which the registers cannot hold. No P, no row statistics: each thread keeps its rows'
+// in registers. Otherwise (split-v1): one S partial per d_qk quarter, P, and per row the
+// rescale, 1/l and lse.
+constexpr bool kSoftmaxInRegisters = Traits::kSoftmaxInRegisters;
+constexpr size_t kSmemExchange = kSoftmaxInRegisters ? sizeof(float) * kPartialThreads * 16
+                                                     : sizeof(float) * 4 * kRowsPerTile * kXStride;
+static_assert(!kSoftmaxInRegisters || sizeof(uint16_t) * 16 * kPStride <= kSmemExchange / (kPartialThreads / 32),
               "split-v2 keeps a row block's P (rare path) in one warp's exchange slot");
-constexpr size_t kSmemQLast = 2 * 16 * kPartialThreads;
-constexpr size_t kSmemBytes = kSmemKv + kSmemExchange + kSmemQLast;
-#else
-constexpr size_t kSmemExchange = sizeof(float) * 4 * kRowsPerTile * kXStride;  // one S partial per d_qk quarter
-constexpr size_t kSmemRowStats = sizeof(float) * 3 * kRowsPerTile;  // rescale, 1/l, lse per row
-constexpr size_t kSmemBytes = kSmemKv + kSmemExchange + kSmemP + kSmemRowStats;
-#endif
+constexpr size_t kSmemQLast = kSoftmaxInRegisters ? 2 * 16 * kPartialThreads : 0;
+constexpr size_t kSmemRowStats = kSoftmaxInRegisters ? 0 : sizeof(float) * 3 * kRowsPerTile;
+constexpr size_t kSmemBytes = kSmemKv + kSmemExchange + (kSoftmaxInRegisters ? 0 : kSmemP) + kSmemRowStats + kSmemQLast;
 // Static shared memory of the partial kernel (row sources, error flag) is counted by the audit.
 static_assert(kSmemBytes + 1024 <= 101376, "sm_120 allows 101376 B of shared memory per block");
 

@@ -38,29 +38,10 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   const float scale2 = a.sm_scale * 1.4426950408889634f;  // logits in log2 units: exp2 in the loop
   const int total = p.header->total_work;
 
-#ifdef VATTN_UNSAFE_HOST_GRID
-  // Unsafe variant: one item per block, so the grid (sized on the host) must cover them all.
-  const int item_stride = total + 1;
-#else
   const int item_stride = gridDim.x;  // persistent: any grid covers every item
-#endif
   for (int item = blockIdx.x; item < total; item += item_stride) {
     const int b = find_request(a.num_requests, item, [&](int i) { return p.requests[i].work_begin; });
     const RequestPlan r = p.requests[b];
-#ifdef VATTN_PLANT_CRASH
-    // Planted fault: every block handling a request of exactly 17 drafts stores through a wild
-    // pointer (device address 0x10, never mapped): cudaErrorIllegalAddress, the context is lost.
-    if (r.drafts == 17) *reinterpret_cast<volatile float*>(static_cast<uintptr_t>(0x10)) = 0.f;
-#endif
-#ifdef VATTN_PLANT_HANG
-    // Planted fault: every block handling a request with a prefix of exactly 77 keys waits for
-    // its plan entry to change, which nothing does while this kernel runs (volatile: the word is
-    // re-read each time, so the loop stays): the kernel never ends.
-    if (r.prefix == 77) {
-      const volatile int32_t* prefix_word = &p.requests[b].prefix;
-      while (*prefix_word == 77) __nanosleep(1000);
-    }
-#endif
     const int local = item - r.work_begin;
     const int split = local / r.row_tiles, rt = local % r.row_tiles;
     const int keys = r.prefix + r.drafts;
@@ -241,9 +222,6 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       lt += __shfl_xor_sync(0xffffffffu, lt, 4);
       if ((lane & 7) == 0) {
         float lse2 = lt == 0.f ? -INFINITY : (m_run == -INFINITY ? 0.f : m_run) + log2f(lt);
-#ifdef VATTN_PLANT_EMPTY_SPLIT_NAN
-        if (ntiles == 0) lse2 = NAN;  // Planted bug: an empty split hands NaN to the merge.
-#endif
         s_inv[srow] = lt == 0.f ? 0.f : 1.f / lt;
         s_lse[srow] = lse2 * 0.6931471805599453f;
       }
@@ -268,18 +246,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
           if (warp == 0 && t4 == 0) a.lse[row0 + tr] = lse_nat;
         } else {
           float2* dst = reinterpret_cast<float2*>(p.partial_out + (slot * kRowsPerTile + tr) * kDv + warp * 64 + 2 * t4);
-#ifdef VATTN_PLANT_BF16_PARTIALS
-          // Planted bug: the split's normalised O is rounded to bf16 (nearest even) before it goes
-          // to the fp32 workspace, so the merge sees bf16 partials; the split LSE stays fp32.
-#pragma unroll
-          for (int n = 0; n < 8; ++n) {
-            const uint32_t v = pack_bf16x2(o[mt][n][2 * h] * inv, o[mt][n][2 * h + 1] * inv);
-            dst[n * 4] = make_float2(bf16_lo(v), bf16_hi(v));
-          }
-#else
 #pragma unroll
           for (int n = 0; n < 8; ++n) dst[n * 4] = make_float2(o[mt][n][2 * h] * inv, o[mt][n][2 * h + 1] * inv);
-#endif
           if (warp == 0 && t4 == 0) p.partial_lse[slot * kRowsPerTile + tr] = lse_nat;
         }
       }

@@ -18,11 +18,11 @@ __device__ __forceinline__ int ceil_div(int a, int b) { return (a + b - 1) / b; 
 // the requests [l * n, (l + 1) * n), n = ceil(B / 32), and the sums, the largest split count
 // and the first items are warp reductions and scans. A loop over every request in one thread,
 // which read its running maximum back from global memory each time, cost 2-5 us per call on
-// the H200; block-wide CUB scans cost ~1.5 us more than that loop at B = 1 (PERF.md, session 14).
+// the H200; block-wide CUB scans cost ~1.5 us more than that loop at B = 1.
 // Its loops are not unrolled: one block runs this code once a call, cold in the instruction
 // cache, and the unrolled form (1352 instructions on sm_90a, against 728) took about 500 SM
 // cycles longer to the plan's last store; split-v2 became 0.3-0.4% faster over the verify
-// shapes and 0.5-1.5% at B=8 T=16 P=4096 (PERF.md, session 30).
+// shapes and 0.5-1.5% at B=8 T=16 P=4096.
 __device__ __forceinline__ int warp_exclusive_sum(int v, int lane, int& total) {
   int incl = v;
 #pragma unroll
@@ -65,11 +65,7 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
   if (threadIdx.x == 0) {
     const int f = a.forced_splits != nullptr ? *a.forced_splits : 0;
     if (f < 0 || f > p.max_splits) err |= VATTN_DEVERR_SPLITS;
-#ifdef VATTN_PLANT_IGNORE_FORCED_SPLITS
-    s_forced = 0;  // Planted bug: the forced split count is read but never used.
-#else
     s_forced = f;
-#endif
   }
   if (err) atomicOr(&s_error, err);
   __syncthreads();
@@ -135,17 +131,16 @@ __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_const
       if (share < 1) share = 1;
       int per_split = ceil_div(tiles, static_cast<int>(share));
       if (per_split < kMinTilesPerSplit) per_split = kMinTilesPerSplit;
-#if defined(VATTN_SPLIT_V2) && !defined(VATTN_UNSAFE_HOST_GRID)
       // One request: a finer cut whose short last splits run two to a block on the blocks the
-      // full ones leave (split_pack.h). Not in the unsafe host-grid variant, which runs one item
-      // a block on a grid of the unpacked plan's size and must be right eagerly.
-      if (B == 1) {
-        const split_pack::Choice c =
-            split_pack::choose(tiles, row_tiles, p.grid_partial, ceil_div(tiles, per_split), per_split, p.max_splits);
-        per_split = c.per_split;
-        rotate0 = c.rotate;
+      // full ones leave (split_pack.h).
+      if constexpr (Traits::kPackLoneRequest) {
+        if (B == 1) {
+          const split_pack::Choice c =
+              split_pack::choose(tiles, row_tiles, p.grid_partial, ceil_div(tiles, per_split), per_split, p.max_splits);
+          per_split = c.per_split;
+          rotate0 = c.rotate;
+        }
       }
-#endif
       s = ceil_div(tiles, per_split);
       if (s < 1) s = 1;  // keys == 0 cannot happen (T_b >= 1), kept for safety
       chunk = per_split * kKeysPerTile;

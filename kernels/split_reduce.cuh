@@ -66,12 +66,8 @@ __device__ __forceinline__ RowMerge<C> merge_splits(int S, int s_lo, int s_hi, c
 #pragma unroll
     for (int g = 0; g < kReduceGroups; ++g) {
       if (g * 32 >= S) break;
-#ifdef VATTN_PLANT_LOG2_MERGE
-      const float w_mine = exp2f(ls[g] - m.mx);  // Planted bug: weights in base 2 although lse is natural.
-#else
       // An empty split holds o = 0, lse = -inf: weight 0, and its (finite) zeros add nothing.
       const float w_mine = ls[g] == -INFINITY ? 0.f : expf(ls[g] - m.mx);
-#endif
       wpart += w_mine;
       s_w[32 * g + lane] = w_mine;
     }
@@ -127,7 +123,7 @@ __device__ __forceinline__ void store_row(const RowMerge<C>& m, uint2* dst, floa
 // and weight, which the FMAs take by shuffle; the splits go in rounds of R, all R loads in flight
 // (one round for every split count the spans choose, but C = 1 with 18-32 splits). The reduce
 // is bound by issuing instructions, not by bytes: merge_splits took about 1000 a warp item at
-// B=1 T=64 P=4096 (2048 warp items, 16 warps an SM); this path takes half (PERF.md, session 24).
+// B=1 T=64 P=4096 (2048 warp items, 16 warps an SM); this path takes half.
 template <int C>
 __device__ __forceinline__ void merge_rounds(int S, const float* lse_row, const float4* src, uint2* dst, float* lse_out,
                                              int lane) {
@@ -149,12 +145,8 @@ __device__ __forceinline__ void merge_rounds(int S, const float* lse_row, const 
   m.mx = fmaxf(-INFINITY, ls);  // fmaxf drops NaN, hence the flag
   for (int o = 16; o > 0; o >>= 1) m.mx = fmaxf(m.mx, __shfl_xor_sync(0xffffffffu, m.mx, o));
   m.nan = __any_sync(0xffffffffu, isnan(ls));
-#ifdef VATTN_PLANT_LOG2_MERGE
-  const float w_mine = m.mx == -INFINITY ? 0.f : exp2f(ls - m.mx);  // Planted bug: see merge_splits.
-#else
   // An empty split holds o = 0, lse = -inf: weight 0, and its (finite) zeros add nothing.
   const float w_mine = m.mx == -INFINITY || ls == -INFINITY ? 0.f : expf(ls - m.mx);
-#endif
 #pragma unroll
   for (int c = 0; c < C; ++c) m.acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 1
@@ -193,14 +185,14 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
   // What a warp needs of its request's plan, copied to shared memory once per block, so a warp
   // goes from its item to its loads without a dependent global load (the plan, then the
   // indptr, then the LSEs, then the rows: four round trips in a row made the reduce 5-18 us on
-  // the H200; PERF.md, session 14). Read while the error word is still in flight (unused when
+  // the H200). Read while the error word is still in flight (unused when
   // the plan failed).
   // These are read before pdl_wait(), while the partial kernel may still run: only the planner
   // writes them, and it completed before any partial block passed its own pdl_wait(), which
   // comes before that block lets this grid launch (both partial kernels). The partial kernel
   // adds only VATTN_DEVERR_KV_INDEX to the error word, which is not fatal here. ld.global.cg
   // reads them at L2, so no L1 line left by an earlier grid can answer. About 0.5 us of a call
-  // (0.5-2.5% at P <= 16384 on the H200: PERF.md, session 18).
+  // (0.5-2.5% at P <= 16384 on the H200).
   __shared__ int32_t s_reduce_begin[kMaxRequests];
   __shared__ int32_t s_partial_begin[kMaxRequests];
   __shared__ int32_t s_splits[kMaxRequests];
@@ -301,7 +293,7 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
   for (int wi = blockIdx.x * (kThreads / 32) + warp; wi < total_warps; wi += gridDim.x * (kThreads / 32)) {
     // decode()'s body again, by shifts: the reduce's code moved with any shared form of it (a
     // lambda for both paths rescheduled the many-splits path on both targets; that path is
-    // sensitive to its code, PERF.md session 24), and that form was never timed.
+    // sensitive to its code), and that form was never timed.
     Item it;
     const int tile_item = wi >> (kRowBits + span_bits), span = wi & (spans - 1);
     it.tr = (wi >> span_bits) & (kRowsPerTile - 1);

@@ -23,7 +23,7 @@ static_assert(kQuarterDims % 16 == 0, "d_qk quarter must be whole mma k-steps");
 // Where a tile's copies are issued during the previous tile (eight threads per KV row, nine
 // 16-byte chunks each): chunks [0, kCopyCut1) after S k-step kCopyStep1, [kCopyCut1,
 // kCopyCut2) after k-step kCopyStep2, the rest after the softmax. Issued all at once they
-// stall the warps (session 2 in PERF.md).
+// stall the warps).
 constexpr int kCopyStep1 = 0, kCopyStep2 = 4, kCopyCut1 = 2, kCopyCut2 = 5;
 static_assert(kCopyStep2 < kKSteps && kCopyCut2 < kChunksPerRow / 8, "copy schedule inside the S phase");
 
@@ -123,11 +123,7 @@ __device__ __forceinline__ void online_softmax(const float (&s)[4], float& m_run
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
   const float m_new = fmaxf(m_run, mx);
   const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: avoid -inf - -inf
-#ifdef VATTN_PLANT_SKIP_RESCALE
-  const float corr = 1.f;  // Planted bug: the running max moves but old terms are not rescaled.
-#else
   const float corr = exp2f(m_run - m_use);
-#endif
   float pe[4];
 #pragma unroll
   for (int e = 0; e < 4; ++e) pe[e] = exp2f(s[e] - m_use);

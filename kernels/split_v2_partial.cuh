@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// split-v2's partial kernel (built with -DVATTN_SPLIT_V2; split-v1's is split_partial.cuh).
+// split-v2's partial kernel (split_revision_v2.cu; split-v1's is split_partial.cuh).
 // One work item = (request, row tile of 64 query rows, KV split): twice split-v1's rows for
 // every K/V byte streamed from L2, through split-v1's two 32-key stages (one tile in flight
 // while the other is used). Eight warps; warp w = (row block rb = w >> 1, half hh = w & 1)
@@ -8,8 +8,9 @@
 // rows over output columns 256hh.. (128 registers). The K/V stages hold unpadded, swizzled rows
 // (v2_chunk).
 // Q comes in through the K/V stages as whole rows (16-byte copies), not fragment by fragment
-// (PERF.md, session 16). The fp32 partial goes out in two parts: group A's rows straight from
-// their fragments while group B runs its last P.V, then B's through the stages (session 23).
+// (fragment loads cost up to 3.6 us an item on the H200). The fp32 partial goes out in two
+// parts: group A's rows straight from their fragments while group B runs its last P.V, then B's
+// through the stages.
 // Per tile:
 //  1. S partial: rows 16rb.. x all 32 keys over the warp's half of d_qk (18 k-steps);
 //  2. the two warps of a row block swap their partials through shared memory (a named barrier
@@ -20,12 +21,12 @@
 // Ping-pong: row blocks 0-1 (warps 0-3, group A) and 2-3 (warps 4-7, group B) run these steps
 // half a tile apart, B doing its P.V of a tile after the next block barrier. Each scheduler
 // (warp % 4) holds one warp of each group, so one group's swap and softmax, which issue no
-// mma, meet the other group's mma (2-4.5% faster on the H200 at P >= 16384: PERF.md).
+// mma, meet the other group's mma (2-4.5% faster on the H200 at P >= 16384).
 // One block barrier per tile (the stage is in, the other stage is free), against split-v1's
 // three, and no shared-memory round trip for P or the row statistics.
 // The work-item decode and the scan of a tile's V are written out here as in split_partial.cuh:
 // a helper shared by both kernels changed split-v1's SASS and made it 1.4-2.4% slower at
-// P=131072 on the H200 (PERF.md), so each kernel keeps its own copy.
+// P=131072 on the H200, so each kernel keeps its own copy.
 #pragma once
 
 #include <cmath>
@@ -44,7 +45,7 @@ static_assert(kRowsPerTile == 64 && kKeysPerTile == 32 && kStages == 2 && kParti
 constexpr int kV2HalfDims = kDqk / 2;  // 288 = 18 k-steps of 16
 constexpr int kV2KSteps = kV2HalfDims / 16;
 // Where group B issues the next tile's copies (eighteen 16 B chunks per thread): six after each
-// of these S k-steps, all even (issued at once they stall the warps: PERF.md, session 2).
+// of these S k-steps, all even (issued at once they stall the warps).
 constexpr int kV2CopyStep0 = 0, kV2CopyStep1 = 6, kV2CopyStep2 = 12;
 static_assert(kV2HalfDims % 16 == 0 && kV2CopyStep2 < kV2KSteps && kV2CopyStep0 % 2 == 0 && kV2CopyStep1 % 2 == 0 &&
                   kV2CopyStep2 % 2 == 0,
@@ -70,7 +71,7 @@ __device__ __forceinline__ void named_barrier_arrive() {
 // through them) sits within that row: in the same 128 B line, its low three bits crossed with
 // the row's. A row is nine whole lines (kSmemStride, no padding), so the eight chunks a quarter
 // warp copies fill one line, one shared-memory wavefront; padded 1168 B rows cost the copies
-// 10.5 wavefronts an instruction against 4 (ncu, PERF.md session 12). The eight rows an
+// 10.5 wavefronts an instruction against 4 (ncu). The eight rows an
 // ldmatrix reads (consecutive, one chunk) still land on eight distinct bank groups.
 __device__ __forceinline__ int v2_chunk(int row, int c) { return c ^ (row & 7); }
 // The global d_qk k-step (16 dims) of warp-local S k-step ks of half hh: two of every four, so
@@ -86,7 +87,7 @@ __host__ __device__ constexpr int v2_qslot(int ks) {
 // (log2 units), so O and the row sum are rescaled on a few tiles of an item instead of on most
 // (with 16 rows a warp, some row's max moves on most of the first tiles). The result is the
 // same: probabilities are exp2(s - m) <= 256 against that reference, bf16 rounding of P is
-// relative, and the LSE is m + log2(l) for whichever m was used (PERF.md, session 21).
+// relative, and the LSE is m + log2(l) for whichever m was used.
 constexpr float kV2LazyRescale = 8.f;
 static_assert(kSmemStride * 2 % 128 == 0 && v2_kstep(1, kV2KSteps - 1) == kDqk / 16 - 1 && kV2KSteps % 2 == 0,
               "v2's K/V rows are whole 128 B lines; the two halves' k-steps cover d_qk");
@@ -118,6 +119,76 @@ __device__ __forceinline__ uint32_t v2_tile_rows_visibility(const vattn_args& a,
   return __reduce_or_sync(0xffffffffu, seen);
 }
 
+// Q of the item's 64 rows into the K/V stages (global -> shared tile), as whole rows in 16-byte
+// copies, four threads a row, each every fourth chunk of it (18 of the 72); rows past the
+// request's (row `tile_row0 + row` >= rows_b) are zeros. One commit group.
+__device__ __forceinline__ void load_q_rows_to_stages(const vattn_args& a, uint16_t* s_kv, int64_t row0, int tile_row0,
+                                                      int rows_b) {
+  static_assert(kPartialThreads == 4 * kRowsPerTile && (kDqk / 8) % 4 == 0, "Q copy: 4 threads a row");
+  const int qrow = threadIdx.x >> 2;
+  const bool ok = tile_row0 + qrow < rows_b;
+  const uint16_t* qsrc = ok ? a.q + (row0 + qrow) * kDqk + (threadIdx.x & 3) * 8 : a.q;
+  uint16_t* qdst = s_kv + qrow * kSmemStride;
+#pragma unroll
+  for (int i = 0; i < kDqk / 32; ++i)
+    cp_async_16(qdst + 8 * v2_chunk(qrow, (threadIdx.x & 3) + 4 * i), ok ? qsrc + 32 * i : qsrc, ok);
+  cp_async_commit();
+}
+
+// The warp's Q fragments (shared tile -> registers): rows 16rb.. over its half hh of d_qk, by
+// ldmatrix into the mma layout; k-step ks at qf[v2_qslot(ks)], but k-steps 15 and 17, which the
+// registers cannot hold, to this thread's slots of s_qlast.
+__device__ __forceinline__ void load_q_fragments(uint32_t (&qf)[kV2KSteps - 2][4], const uint16_t* s_kv, uint4* s_qlast,
+                                                 int rb, int hh, int lane) {
+#pragma unroll
+  for (int ks = 0; ks < kV2KSteps; ++ks) {
+    uint32_t f[4];
+    const int qr = 16 * rb + (lane & 15);
+    ldmatrix_x4(f, s_kv + qr * kSmemStride + 8 * v2_chunk(qr, 2 * v2_kstep(hh, ks) + (lane >> 4)));
+    if (v2_qslot(ks) >= 0) {
+      qf[v2_qslot(ks)][0] = f[0];
+      qf[v2_qslot(ks)][1] = f[1];
+      qf[v2_qslot(ks)][2] = f[2];
+      qf[v2_qslot(ks)][3] = f[3];
+    } else {
+      s_qlast[(ks == kV2KSteps - 1) * kPartialThreads + threadIdx.x] = make_uint4(f[0], f[1], f[2], f[3]);
+    }
+  }
+}
+
+// Each row's softmax sum over its quad, then (registers) 1/l and the natural-log LSE of rows
+// g and g + 8; an empty row (l = 0) gets 1/l = 0 and LSE -inf.
+__device__ __forceinline__ void finalize_row_stats(const float (&m_run)[2], const float (&l_run)[2], float (&inv)[2],
+                                                   float (&lse_nat)[2]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float lt = l_run[i];
+    lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+    lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+    float lse2 = lt == 0.f ? -INFINITY : (m_run[i] == -INFINITY ? 0.f : m_run[i]) + log2f(lt);
+    inv[i] = lt == 0.f ? 0.f : 1.f / lt;
+    lse_nat[i] = lse2 * 0.6931471805599453f;
+  }
+}
+
+// A single-split item's result (registers -> global): O / l of the warp's rows 16rb + g (+ 8)
+// over columns 256hh.. as bf16 into out, and their LSE; rows past the request's are skipped,
+// and a poisoned item (bad KV index) writes NaN.
+__device__ __forceinline__ void write_o_direct(const vattn_args& a, const float (&o)[32][4], const float (&inv)[2],
+                                               const float (&lse_nat)[2], bool poisoned, int64_t row0, int tile_row0,
+                                               int rows_end, int rb, int hh, int g, int t4) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int tr = 16 * rb + g + 8 * i;  // row within the tile
+    if (tile_row0 + tr >= rows_end) continue;
+    const float inv_i = poisoned ? NAN : inv[i];
+    uint32_t* dst = reinterpret_cast<uint32_t*>(a.out + (row0 + tr) * kDv + hh * 256 + 2 * t4);
+#pragma unroll
+    for (int n = 0; n < 32; ++n) dst[n * 4] = pack_bf16x2(o[n][2 * i] * inv_i, o[n][2 * i + 1] * inv_i);
+    if (hh == 0 && t4 == 0) a.lse[row0 + tr] = poisoned ? NAN : lse_nat[i];
+  }
+}
+
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
   tl_partial(0);  // timing probe builds only (timeline.cuh)
   pdl_wait();  // the planner has completed: its plan and header are visible
@@ -133,11 +204,11 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   __shared__ int s_rowdraft[kRowsPerTile];  // each tile row's draft, -1 past the request's rows
   // The first two masked tiles' rows' visibility words (v2_tile_rows_visibility), tile t at
   // s_vis[t % 3], set by warp 0 in the prologue: the general step masks them with a shift an
-  // element, where a mask load an element cost a T=64 draft tile 1.3 us on the H200 (PERF.md,
-  // session 26). Later masked tiles (T > 64, or a prefix end inside a tile) load as before.
+  // element, where a mask load an element cost a T=64 draft tile 1.3 us on the H200.
+  // Later masked tiles (T > 64, or a prefix end inside a tile) load as before.
   // Moving that work to the general step's own tail spilled on sm_90a or reordered the plain
-  // step's instructions in ways that made every shape 7-9% slower (session 26; not every
-  // reordering costs that: session 27's ctl).
+  // step's instructions in ways that made every shape 7-9% slower on the H200 (not
+  // every reordering costs that; time a reordered build rather than assume).
   __shared__ uint32_t s_vis[3][kRowsPerTile];
   __shared__ int s_visend;  // masked tiles below it have their words in s_vis
   // What only the resolving lanes, the masked tiles and the final store need, kept out of the
@@ -150,31 +221,18 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   const int H = a.num_heads;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   // Row block; d_qk half (S) and column half (P.V). The two warps of a row block, which meet
-  // twice a tile, sit on two schedulers (warp % 4): up to 3.5% faster on the H200 than on one (PERF.md).
+  // twice a tile, sit on two schedulers (warp % 4): up to 3.5% faster on the H200 than on one.
   const int rb = warp >> 1, hh = warp & 1;
   const int g = lane >> 2, t4 = lane & 3;   // mma fragment coordinates: rows g, g + 8
   const int mat = lane >> 3, mrow = lane & 7;  // ldmatrix: which 8x8 matrix / row this lane addresses
   const float scale2 = a.sm_scale * 1.4426950408889634f;  // logits in log2 units: exp2 in the loop
   const int total = p.header->total_work;
 
-#ifdef VATTN_UNSAFE_HOST_GRID
-  const int item_stride = total + 1;  // unsafe variant: one item per block (see split_partial.cuh)
-#else
   const int item_stride = gridDim.x;  // persistent: any grid covers every item
-#endif
   for (int item = blockIdx.x; item < total; item += item_stride) {
     tl_item(item, 0);
     const int b = find_request(a.num_requests, item, [&](int i) { return p.requests[i].work_begin; });
     const RequestPlan r = p.requests[b];
-#ifdef VATTN_PLANT_CRASH
-    if (r.drafts == 17) *reinterpret_cast<volatile float*>(static_cast<uintptr_t>(0x10)) = 0.f;  // see split_partial.cuh
-#endif
-#ifdef VATTN_PLANT_HANG
-    if (r.prefix == 77) {  // see split_partial.cuh
-      const volatile int32_t* prefix_word = &p.requests[b].prefix;
-      while (*prefix_word == 77) __nanosleep(1000);
-    }
-#endif
     // Packed plans (split_pack.h) rotate the request's numbering; the loop stays grid-stride.
     const int local = split_pack::rotated(item - r.work_begin, r.rotate, r.row_tiles * r.splits);
     const int split = local / r.row_tiles, rt = local % r.row_tiles;
@@ -208,20 +266,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // 16-byte copies (rows past the request's: zeros), in flight with the index loads below, then
     // ldmatrix into the mma layout, k-steps 15 and 17 to s_qlast (v2_qslot), the rest to registers. Loading the
     // fragments with __ldg (four bytes a lane, eight rows an instruction) cost up to 3.6 us an
-    // item on the H200; with 17 k-steps in registers ptxas spills one register in the tile loop
-    // (PERF.md, session 16).
-    {
-      // Four threads a row, each every fourth 16-byte chunk of it (18 of the 72).
-      static_assert(kPartialThreads == 4 * kRowsPerTile && (kDqk / 8) % 4 == 0, "Q copy: 4 threads a row");
-      const int qrow = threadIdx.x >> 2;
-      const bool ok = rt * kRowsPerTile + qrow < rows_b;
-      const uint16_t* qsrc = ok ? a.q + (row0 + qrow) * kDqk + (threadIdx.x & 3) * 8 : a.q;
-      uint16_t* qdst = s_kv + qrow * kSmemStride;
-#pragma unroll
-      for (int i = 0; i < kDqk / 32; ++i)
-        cp_async_16(qdst + 8 * v2_chunk(qrow, (threadIdx.x & 3) + 4 * i), ok ? qsrc + 32 * i : qsrc, ok);
-      cp_async_commit();
-    }
+    // item on the H200; with 17 k-steps in registers ptxas spills one register in the tile loop.
+    load_q_rows_to_stages(a, s_kv, row0, rt * kRowsPerTile, rows_b);
     if (threadIdx.x == 0) s_bad = 0;
     bool bad = false;
     // Tiles [0, n_plain) run the plain step: wholly inside the prefix and the split, no mask.
@@ -232,7 +278,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       const int32_t slot0 = prefetch_slot(a, r, kv_base, k0, kend), slot1 = prefetch_slot(a, r, kv_base, k1, kend);
       // The first two masked tiles' visibility, in flight with Q. When tiles 0 and 1 are among
       // them, which drafts to load follows from it too, in one round trip instead of one a draft
-      // row (0.7 us a T=64 draft tile, PERF.md session 26).
+      // row (0.7 us a T=64 draft tile).
       uint32_t seen0 = ~0u, seen1 = ~0u;
       if (lane == 0) s_visend = n_plain + 2;
 #pragma unroll
@@ -252,20 +298,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     cp_async_wait<0>();
     __syncthreads();  // Q is in the stages; the row sources of tiles 0 and 1 are set
     uint32_t qf[kV2KSteps - 2][4];  // k-step ks at qf[v2_qslot(ks)]
-#pragma unroll
-    for (int ks = 0; ks < kV2KSteps; ++ks) {
-      uint32_t f[4];
-      const int qr = 16 * rb + (lane & 15);
-      ldmatrix_x4(f, s_kv + qr * kSmemStride + 8 * v2_chunk(qr, 2 * v2_kstep(hh, ks) + (lane >> 4)));
-      if (v2_qslot(ks) >= 0) {
-        qf[v2_qslot(ks)][0] = f[0];
-        qf[v2_qslot(ks)][1] = f[1];
-        qf[v2_qslot(ks)][2] = f[2];
-        qf[v2_qslot(ks)][3] = f[3];
-      } else {
-        s_qlast[(ks == kV2KSteps - 1) * kPartialThreads + threadIdx.x] = make_uint4(f[0], f[1], f[2], f[3]);  // this thread's
-      }
-    }
+    load_q_fragments(qf, s_kv, s_qlast, rb, hh, lane);
     __syncthreads();  // every warp has its Q before tile 0's copies take the stages
     tl_item(item, 1);
     float o[32][4];
@@ -371,7 +404,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // prefix and the split (no mask, no scan of V, no partial tile), the general one for the
     // rest (drafts, the split's last tile, B's last P.V). With one body for both, the rare code
     // made ptxas schedule the common path worse: the plain loop is 3-7% faster at P >= 65536 on
-    // the H200, and every tile's arithmetic is the same (PERF.md, session 14).
+    // the H200, and every tile's arithmetic is the same.
     auto step = [&](const int it, auto plain_tag) {
       constexpr bool kPlain = decltype(plain_tag)::value;
       const bool tile = kPlain || it < ntiles;
@@ -465,7 +498,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
 
         // ---- phase 3: mask, online softmax; element (n, e): row g + 8(e >> 1), key 8n + 2t4 + (e & 1) ----
         // The scores stay unscaled: the scale (> 0, run() refuses any other) goes into the row
-        // max and into each exponent's FFMA, 16 multiplies a tile fewer (0.4%, PERF.md session 21).
+        // max and into each exponent's FFMA, 16 multiplies a tile fewer (0.4% faster).
         // The first two masked tiles: each row's visibility word (s_vis), element (n, e) its bit
         // 8n + 2t4 + (e & 1). Later ones: a mask load an element.
         if (!kPlain && it < s_visend) {
@@ -497,11 +530,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
           mx *= scale2;  // the max of the scaled scores: scale2 > 0
           const float m_new = mx > m_run[i] + kV2LazyRescale ? mx : m_run[i];  // NaN mx: keeps m_run, as fmaxf did
           const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: avoid -inf - -inf
-#ifdef VATTN_PLANT_SKIP_RESCALE
-          corr[i] = 1.f;  // Planted bug: the running max moves but old terms are not rescaled.
-#else
           corr[i] = ex2_ftz(m_run[i] - m_use);
-#endif
           m_run[i] = m_new;
           float pe[4][2];
 #pragma unroll
@@ -539,7 +568,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     };
 #ifdef VATTN_TIMELINE
     // The probe's "tile 0 in" stamp, after the same wait and barrier as the first step's (which
-    // then pass at once): taken inside the step, it made ptxas spill on sm_90a (session 20).
+    // then pass at once): taken inside the step, it made ptxas spill on sm_90a.
     if (ntiles > 0) {
       cp_async_wait<1>();
       __syncthreads();
@@ -557,7 +586,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // only B's P.V of the last tile. So on a split item A finalizes and stores its 32 rows while B
     // still multiplies, and B then stores its own 32 rows in one pass through the K/V stages
     // (the two halves of all 64 rows through the stages after a block barrier, as before, made
-    // decode calls 2% slower and verify calls 0.35%: PERF.md, session 23). Warp 0, which
+    // decode calls 2% slower and verify calls 0.35%). Warp 0, which
     // resolved every row source, first tells both groups of a bad index: A at A's barrier, B at
     // kBarAToB, which completes once A has arrived and B, past its P.V, waits there.
     if (warp == 0 && bad) s_bad = 1;
@@ -572,18 +601,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     }
     // ---- finalize: each row's sum over its quad, 1/l and the LSE, in registers ----
     float inv[2], lse_nat[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      float lt = l_run[i];
-      lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-      lt += __shfl_xor_sync(0xffffffffu, lt, 2);
-      float lse2 = lt == 0.f ? -INFINITY : (m_run[i] == -INFINITY ? 0.f : m_run[i]) + log2f(lt);
-#ifdef VATTN_PLANT_EMPTY_SPLIT_NAN
-      if (ntiles == 0) lse2 = NAN;  // Planted bug: an empty split hands NaN to the merge.
-#endif
-      inv[i] = lt == 0.f ? 0.f : 1.f / lt;
-      lse_nat[i] = lse2 * 0.6931471805599453f;
-    }
+    finalize_row_stats(m_run, l_run, inv, lse_nat);
     if (direct) __syncthreads();  // s_bad; B's last P.V is done
     const bool poisoned = s_bad != 0;
     if (poisoned && threadIdx.x == 0) atomicOr(&p.header->error, VATTN_DEVERR_KV_INDEX);
@@ -592,28 +610,14 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     const int64_t row0_end = static_cast<int64_t>(s_qo_base) * H + static_cast<int64_t>(rt_end) * kRowsPerTile;
     const int64_t slot = static_cast<int64_t>(s_r.partial_begin) + static_cast<int64_t>(rt_end) * s_r.splits + s_split;
     if (direct) {
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int tr = 16 * rb + g + 8 * i;  // row within the tile
-        if (rt_end * kRowsPerTile + tr >= rows_end) continue;
-        const float inv_i = poisoned ? NAN : inv[i];
-        uint32_t* dst = reinterpret_cast<uint32_t*>(a.out + (row0_end + tr) * kDv + hh * 256 + 2 * t4);
-#pragma unroll
-        for (int n = 0; n < 32; ++n) dst[n * 4] = pack_bf16x2(o[n][2 * i] * inv_i, o[n][2 * i + 1] * inv_i);
-        if (hh == 0 && t4 == 0) a.lse[row0_end + tr] = poisoned ? NAN : lse_nat[i];
-      }
+      write_o_direct(a, o, inv, lse_nat, poisoned, row0_end, rt_end * kRowsPerTile, rows_end, rb, hh, g, t4);
     } else {
       float* dst0 = p.partial_out + slot * kRowsPerTile * kDv;
       // Only the rows the request has go out: the reduce reads no other. A decode item (T = 1,
       // H = 8) has 8 of its 64 rows, and writing all 64 would move eight times the bytes.
       const int live_rows = min(kRowsPerTile, rows_end - rt_end * kRowsPerTile);
       auto partial_value = [&](float x, float y, float f) {
-#ifdef VATTN_PLANT_BF16_PARTIALS
-        const uint32_t v = pack_bf16x2(x * f, y * f);  // Planted bug: see split_partial.cuh
-        return make_float2(bf16_lo(v), bf16_hi(v));
-#else
         return make_float2(x * f, y * f);
-#endif
       };
       if (!grp_b) {
         // A, during B's last P.V: straight from the fragments (each row's four lanes write 32 B).
@@ -630,7 +634,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         // B, after its last P.V: its 32 rows x 512 through the K/V stages (free: no copy is in
         // flight, and A reads no stage), then whole rows out in 16-byte stores by B's 128 threads.
         // Not when the request has none of them (decode, T = 1: 8 rows of 64): staging rows
-        // nobody reads made B=1 decode calls 3-5% slower (PERF.md, session 23).
+        // nobody reads made B=1 decode calls 3-5% slower.
         constexpr int kOStride = kDv + 8;  // floats a staged row: the fragment stores are conflict-free
         static_assert(sizeof(float) * 32 * kOStride <= kSmemKv, "B's staged rows fit the K/V stages");
         float* s_o = reinterpret_cast<float*>(smem_raw);

@@ -3,8 +3,8 @@
 // %globaltimer and clock64 at the points vattn_timeline.h lists; otherwise every stamp is
 // nothing, so shipped revisions compile exactly as without this header. The stamps sit
 // outside the tile loop: split-v2's 255-register item spilled with an item counter, a
-// per-item store of the tile count (PERF.md, session 18) or the "tile 0 in" stamp inside the
-// loop's first step (session 20), so the item slot is derived from the item index and the
+// per-item store of the tile count or the "tile 0 in" stamp inside the loop's first step,
+// so the item slot is derived from the item index and the
 // audit checks the probe build for spills too.
 #pragma once
 
