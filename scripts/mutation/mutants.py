@@ -47,8 +47,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 KERNELS = os.path.join(ROOT, "kernels")
 # split-v1's sources (the revision the mutants are built from; split_v2_partial.cuh and pdl.cuh,
 # which split-v1 does not compile in, would give only equivalent mutants).
-SOURCES = ["split_revision.cu", "split_partial.cuh", "split_keys.cuh", "split_tile.cuh", "split_reduce.cuh",
-           "split_plan.cuh", "split_params.h", "mma_sm80.cuh"]
+SOURCES = ["split_revision.cu", "split_revision.cuh", "split_traits.h", "split_partial.cuh", "split_keys.cuh",
+           "split_tile.cuh", "split_reduce.cuh", "split_plan.cuh", "split_params.h", "mma_sm80.cuh"]
 # The revision library's compile line (kernels/CMakeLists.txt, vattn_rev_split_v1), for sm_90a only:
 # the GPU that runs the mutants is an H200.
 FLAGS = ["-O3", "-DNDEBUG", "-DVATTN_EXPORT_GET_REVISION", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",

@@ -4,7 +4,7 @@
 1. Each library loads; its capabilities are the in-tree revision's (name, d_qk 576, d_v 512,
    sm_120a in the architectures): the Caps layout reads every field where C wrote it.
 2. workspace_size() grows with the limits and refuses bad limits with the revision's status.
-3. The Args and Limits layouts, through run()'s host-side checks (kernels/split_revision.cu),
+3. The Args and Limits layouts, through run()'s host-side checks (kernels/split_revision.cuh),
    which return before any CUDA call: one field broken at a time (a null pointer, a misaligned
    one, n_q, num_requests, sm_scale, d_qk, d_v, num_heads against the limits, the workspace)
    must give that field's status; a field read from the wrong offset would give another, or none.
