@@ -33,72 +33,24 @@
 #include "vattn/fuzz/campaign/report_runner.h"
 #include "vattn/fuzz/protocol/protocol.h"
 #include "vattn/fuzz/worker/target.h"
+#include "vattn/fuzz/campaign/supervisor_util.h"
 #include "vattn/fuzz/campaign/worker_process.h"
 
 namespace vattn::fuzz {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using supervisor_detail::Clock;
+using supervisor_detail::cuda_error_check;
+using supervisor_detail::hms;
+using supervisor_detail::is_host_target;
+using supervisor_detail::since;
+using supervisor_detail::utc_now;
+using supervisor_detail::visible_gpus;
 
 namespace {
 
 volatile std::sig_atomic_t g_stop_requests = 0;
 void on_stop_signal(int) { g_stop_requests = g_stop_requests + 1; }
-
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string utc_now() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
-std::string hms(double s) {
-  char buf[32];
-  const auto t = static_cast<long long>(s);
-  std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", t / 3600, (t / 60) % 60, t % 60);
-  return buf;
-}
-
-bool is_host_target(const std::string& kernel) { return kernel.rfind("host:", 0) == 0; }
-
-// A CUDA error names itself (cudaErrorIllegalAddress ...): that, not the file and line in the
-// message, is what identifies the bug.
-std::string cuda_error_check(const std::string& what) {
-  std::smatch m;
-  static const std::regex name("cudaError[A-Za-z]+");
-  return std::regex_search(what, m, name) ? "CUDA " + m.str() : "CUDA error";
-}
-
-// GPUs the workers may use, found without CUDA: CUDA_VISIBLE_DEVICES when set, else the
-// driver's /proc entries, else `nvidia-smi -L`.
-std::vector<std::string> visible_gpus() {
-  std::vector<std::string> ids;
-  if (const char* env = std::getenv("CUDA_VISIBLE_DEVICES"); env != nullptr) {
-    std::stringstream in(env);
-    std::string item;
-    while (std::getline(in, item, ','))
-      if (!item.empty() && item != "-1") ids.push_back(item);
-    return ids;
-  }
-  std::error_code ec;
-  int n = 0;
-  for (const auto& e : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
-    (void)e;
-    ++n;
-  }
-  if (n == 0) {
-    if (FILE* p = ::popen("nvidia-smi -L 2>/dev/null", "r")) {
-      char line[512];
-      while (std::fgets(line, sizeof line, p))
-        if (std::strncmp(line, "GPU ", 4) == 0) ++n;
-      ::pclose(p);
-    }
-  }
-  for (int i = 0; i < n; ++i) ids.push_back(std::to_string(i));
-  return ids;
-}
 
 struct InFlight {
   int64_t index = 0;
@@ -1035,115 +987,6 @@ int Supervisor::run() {
 int run_campaign(const CampaignOptions& options) {
   Supervisor sup(options);
   return sup.run();
-}
-
-int run_single_recipe(const CampaignOptions& options, const std::string& recipe_line, const std::string& repro_path) {
-  const Recipe recipe = Recipe::parse(recipe_line);  // InputError (field = the key) on a bad line
-  const std::string tmp = fs::temp_directory_path().string() + "/vattn-fuzz-" + std::to_string(::getpid());
-  fs::create_directories(tmp);
-  std::vector<std::string> argv{options.self_exe, "fuzz-worker", "--kernel", options.kernel, "--budget", options.budget,
-                                "--envelope-recipe", recipe_line, "--threads", "1"};
-  std::map<std::string, std::string> env;
-  if (!is_host_target(options.kernel)) {
-    const auto gpus = visible_gpus();
-    if (gpus.empty()) {
-      std::fprintf(stderr, "vattn fuzz: no CUDA device is visible; %s needs one\n", options.kernel.c_str());
-      return 2;
-    }
-    env["CUDA_VISIBLE_DEVICES"] = gpus.front();
-  }
-  std::signal(SIGPIPE, SIG_IGN);
-  WorkerProcess proc;
-  proc.spawn(argv, env, tmp + "/worker.log");
-  LineReader reader;
-  const auto t0 = Clock::now();
-  auto last = t0;
-  bool ready = false, started = false;
-  std::string crash, fatal;
-  bool fatal_usage = false;
-  Clock::time_point started_at;
-  Verdict v;
-  bool have = false;
-  const double deadline = options.case_timeout + 20.0 * (is_host_target(options.kernel) ? 2e-6 : 5e-8) *
-                                                     static_cast<double>(recipe_work(recipe));
-  while (!have) {
-    pollfd p{proc.report_fd(), POLLIN, 0};
-    if (proc.report_fd() >= 0) ::poll(&p, 1, 50);
-    if (proc.report_fd() >= 0) reader.fill(proc.report_fd());
-    json m;
-    while (reader.next(m)) {
-      last = Clock::now();
-      const std::string ev = m.value("ev", "");
-      if (ev == "ready") {
-        ready = true;
-        send_message(proc.command_fd(),
-                     {{"op", "case"}, {"index", 0}, {"recipe", recipe_line}, {"repro", repro_path.empty() ? "" : repro_path}});
-      } else if (ev == "fatal") {
-        fatal = m.value("reason", "");
-        fatal_usage = m.value("usage", false);
-      } else if (ev == "start") {
-        started = true;
-        started_at = Clock::now();
-      } else if (ev == "crash") {
-        crash = m.value("what", "");
-      } else if (ev == "result") {
-        v = Verdict::from_json(m.at("result"));
-        have = true;
-      }
-    }
-    if (have) break;
-    int status = 0;
-    if (proc.exited(&status)) {
-      if (!fatal.empty()) {
-        std::fprintf(stderr, "vattn fuzz: %s\n", printable(fatal).c_str());
-        (void)fatal_usage;
-        return 2;
-      }
-      if (!started) {
-        std::fprintf(stderr, "vattn fuzz: the worker ended before the case started (%s); log: %s/worker.log\n",
-                     describe_wait_status(status).c_str(), tmp.c_str());
-        return 2;
-      }
-      v.verdict = crash.empty() && !WIFSIGNALED(status) ? "died" : "crash";
-      v.check = crash.empty() ? describe_wait_status(status) : cuda_error_check(crash);
-      v.detail = crash.empty() ? describe_wait_status(status) + " while running the code under test" : crash;
-      have = true;
-      break;
-    }
-    if (!ready && since(t0) > options.startup_timeout) {
-      std::fprintf(stderr, "vattn fuzz: the worker was not ready within %.0f s\n", options.startup_timeout);
-      return 2;
-    }
-    if (started && since(started_at) > deadline) {
-      proc.kill_group();
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "no verdict within %.0f s", deadline);
-      v.verdict = "hang";
-      v.check = "deadline passed";
-      v.detail = buf;
-      have = true;
-    } else if (since(last) > options.heartbeat_timeout) {
-      proc.kill_group();
-      v.verdict = "hang";
-      v.check = "heartbeat lost";
-      v.detail = "no heartbeat for " + std::to_string(static_cast<int>(options.heartbeat_timeout)) + " s";
-      have = true;
-    }
-  }
-  proc.stop(2.0);
-  std::error_code ec;
-  fs::remove_all(tmp, ec);  // the worker's log: kept above only where a message points to it
-  if (v.verdict == "input-error") {
-    std::fprintf(stderr, "vattn fuzz: --recipe: %s\n", printable(v.detail).c_str());
-    return 2;
-  }
-  if (!v.failed()) {
-    std::printf("PASS %s  (%s, %.3f s)\n", recipe_line.c_str(), v.oracle.c_str(), v.total_s);
-    return 0;
-  }
-  std::printf("FAIL %s  %s\n  %s\n", printable(v.signature()).c_str(), recipe_line.c_str(), printable(v.detail).c_str());
-  if (!v.repro.empty()) std::printf("  repro: %s\n", v.repro.c_str());
-  return 1;
 }
 
 }  // namespace vattn::fuzz
