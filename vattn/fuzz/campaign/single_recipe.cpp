@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+// `vattn fuzz --recipe LINE`: one case in a fresh worker, with the campaign's deadline floor, crash
+// and hang handling, but no campaign directory; prints the verdict (supervisor.h).
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vattn/case/case.h"
+#include "vattn/fuzz/campaign/supervisor.h"
+#include "vattn/fuzz/campaign/supervisor_util.h"
+#include "vattn/fuzz/campaign/worker_process.h"
+#include "vattn/fuzz/gen/gen_recipe.h"
+#include "vattn/fuzz/protocol/protocol.h"
+
+namespace vattn::fuzz {
+
+namespace fs = std::filesystem;
+using supervisor_detail::Clock;
+using supervisor_detail::cuda_error_check;
+using supervisor_detail::is_host_target;
+using supervisor_detail::since;
+using supervisor_detail::visible_gpus;
+
+int run_single_recipe(const CampaignOptions& options, const std::string& recipe_line, const std::string& repro_path) {
+  const Recipe recipe = Recipe::parse(recipe_line);  // InputError (field = the key) on a bad line
+  const std::string tmp = fs::temp_directory_path().string() + "/vattn-fuzz-" + std::to_string(::getpid());
+  fs::create_directories(tmp);
+  std::vector<std::string> argv{options.self_exe, "fuzz-worker", "--kernel", options.kernel, "--budget", options.budget,
+                                "--envelope-recipe", recipe_line, "--threads", "1"};
+  std::map<std::string, std::string> env;
+  if (!is_host_target(options.kernel)) {
+    const auto gpus = visible_gpus();
+    if (gpus.empty()) {
+      std::fprintf(stderr, "vattn fuzz: no CUDA device is visible; %s needs one\n", options.kernel.c_str());
+      return 2;
+    }
+    env["CUDA_VISIBLE_DEVICES"] = gpus.front();
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  WorkerProcess proc;
+  proc.spawn(argv, env, tmp + "/worker.log");
+  LineReader reader;
+  const auto t0 = Clock::now();
+  auto last = t0;
+  bool ready = false, started = false;
+  std::string crash, fatal;
+  bool fatal_usage = false;
+  Clock::time_point started_at;
+  Verdict v;
+  bool have = false;
+  const double deadline = options.case_timeout + 20.0 * (is_host_target(options.kernel) ? 2e-6 : 5e-8) *
+                                                     static_cast<double>(recipe_work(recipe));
+  while (!have) {
+    pollfd p{proc.report_fd(), POLLIN, 0};
+    if (proc.report_fd() >= 0) ::poll(&p, 1, 50);
+    if (proc.report_fd() >= 0) reader.fill(proc.report_fd());
+    json m;
+    while (reader.next(m)) {
+      last = Clock::now();
+      const std::string ev = m.value("ev", "");
+      if (ev == "ready") {
+        ready = true;
+        send_message(proc.command_fd(),
+                     {{"op", "case"}, {"index", 0}, {"recipe", recipe_line}, {"repro", repro_path.empty() ? "" : repro_path}});
+      } else if (ev == "fatal") {
+        fatal = m.value("reason", "");
+        fatal_usage = m.value("usage", false);
+      } else if (ev == "start") {
+        started = true;
+        started_at = Clock::now();
+      } else if (ev == "crash") {
+        crash = m.value("what", "");
+      } else if (ev == "result") {
+        v = Verdict::from_json(m.at("result"));
+        have = true;
+      }
+    }
+    if (have) break;
+    int status = 0;
+    if (proc.exited(&status)) {
+      if (!fatal.empty()) {
+        std::fprintf(stderr, "vattn fuzz: %s\n", printable(fatal).c_str());
+        (void)fatal_usage;
+        return 2;
+      }
+      if (!started) {
+        std::fprintf(stderr, "vattn fuzz: the worker ended before the case started (%s); log: %s/worker.log\n",
+                     describe_wait_status(status).c_str(), tmp.c_str());
+        return 2;
+      }
+      v.verdict = crash.empty() && !WIFSIGNALED(status) ? "died" : "crash";
+      v.check = crash.empty() ? describe_wait_status(status) : cuda_error_check(crash);
+      v.detail = crash.empty() ? describe_wait_status(status) + " while running the code under test" : crash;
+      have = true;
+      break;
+    }
+    if (!ready && since(t0) > options.startup_timeout) {
+      std::fprintf(stderr, "vattn fuzz: the worker was not ready within %.0f s\n", options.startup_timeout);
+      return 2;
+    }
+    if (started && since(started_at) > deadline) {
+      proc.kill_group();
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "no verdict within %.0f s", deadline);
+      v.verdict = "hang";
+      v.check = "deadline passed";
+      v.detail = buf;
+      have = true;
+    } else if (since(last) > options.heartbeat_timeout) {
+      proc.kill_group();
+      v.verdict = "hang";
+      v.check = "heartbeat lost";
+      v.detail = "no heartbeat for " + std::to_string(static_cast<int>(options.heartbeat_timeout)) + " s";
+      have = true;
+    }
+  }
+  proc.stop(2.0);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);  // the worker's log: kept above only where a message points to it
+  if (v.verdict == "input-error") {
+    std::fprintf(stderr, "vattn fuzz: --recipe: %s\n", printable(v.detail).c_str());
+    return 2;
+  }
+  if (!v.failed()) {
+    std::printf("PASS %s  (%s, %.3f s)\n", recipe_line.c_str(), v.oracle.c_str(), v.total_s);
+    return 0;
+  }
+  std::printf("FAIL %s  %s\n  %s\n", printable(v.signature()).c_str(), recipe_line.c_str(), printable(v.detail).c_str());
+  if (!v.repro.empty()) std::printf("  repro: %s\n", v.repro.c_str());
+  return 1;
+}
+
+}  // namespace vattn::fuzz

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+// The supervisor's state, private to its files: a case in flight, a slot (one GPU or host slot
+// and the worker process that serves it), and the Supervisor, whose members are defined by concern:
+//   supervisor.cpp           the loop, when it stops, the closing lines and exit code
+//   supervisor_open.cpp      a new campaign directory, or one resumed from its journal
+//   supervisor_slots.cpp     slots and workers: spawning, dispatching, messages, health, a worker gone
+//   supervisor_outcomes.cpp  verdicts: the journal, findings, the ledger, investigations
+//   supervisor_summary.cpp   the progress line, ticks, summary.json and the closing summary
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vattn/fuzz/campaign/coverage.h"
+#include "vattn/fuzz/campaign/findings.h"
+#include "vattn/fuzz/campaign/investigation.h"
+#include "vattn/fuzz/campaign/journal.h"
+#include "vattn/fuzz/campaign/ledger.h"
+#include "vattn/fuzz/campaign/supervisor.h"
+#include "vattn/fuzz/campaign/supervisor_util.h"
+#include "vattn/fuzz/campaign/worker_process.h"
+#include "vattn/fuzz/gen/case_stream.h"
+#include "vattn/fuzz/protocol/protocol.h"
+
+namespace vattn::fuzz::supervisor_detail {
+
+struct InFlight {
+  int64_t index = 0;
+  std::string recipe;
+  int64_t work = 0;
+  bool long_context = false;
+  bool started = false, ran = false;
+  Clock::time_point started_at;
+};
+
+struct Slot {
+  int id = 0;
+  std::string gpu;    // CUDA_VISIBLE_DEVICES for its workers; "" on the host
+  std::string label;  // "gpu0", "host0"
+  WorkerProcess proc;
+  LineReader reader;
+  bool ready = false;
+  Clock::time_point spawned_at, last_message;
+  std::map<int64_t, InFlight> inflight;
+  std::optional<int64_t> running;         // the case inside the code under test
+  std::map<int64_t, std::string> crash_what;  // a worker's own crash report, by case
+  int startup_failures = 0;
+  std::string fatal;
+  bool fatal_usage = false;
+  // An investigation this slot is running (its cases have negative indices).
+  std::unique_ptr<Investigation> inv;
+  Finding* inv_finding = nullptr;
+  Clock::time_point inv_started;
+  int64_t inv_next_index = -1;
+  bool respawn_before_next = false;
+  std::deque<std::pair<std::string, std::string>> repro_ops;  // (recipe, path) to write
+  bool repro_waiting = false;
+  // statistics
+  int64_t cases = 0, long_cases = 0, respawns = 0;
+  double run_s = 0, up_s = 0, pool_s = 0;        // from the current worker's heartbeat
+  double run_s_done = 0, up_s_done = 0, pool_s_done = 0;  // from workers already gone
+  json phases = json::object(), phases_done = json::object();  // the target's seconds per phase
+};
+
+class Supervisor {
+ public:
+  explicit Supervisor(const CampaignOptions& o) : opt_(o) {}
+  int run();
+
+ private:
+  // setup
+  void open_campaign();
+  void make_slots();
+  std::vector<std::string> worker_argv() const;
+  int worker_threads() const;
+  void spawn(Slot& s);
+  // loop
+  void dispatch(Slot& s);
+  void pump(Slot& s);
+  void handle(Slot& s, const json& m);
+  void check_health(Slot& s);
+  void worker_gone(Slot& s, const std::string& how, const std::string& verdict);
+  void outcome(Slot& s, const InFlight& f, Verdict v);
+  void fuzz_outcome(Slot& s, const InFlight& f, Verdict& v);
+  void investigation_outcome(Slot& s, const InFlight& f, const Verdict& v);
+  void start_investigation(Slot& s, Finding& f, const Verdict& v, const std::string& recipe);
+  void finish_investigation(Slot& s);
+  double deadline_for(int64_t work) const;
+  std::optional<int64_t> next_index();
+  int64_t planned_cases() const;  // indices of this shard below --cases (-1: no --cases)
+  bool finished() const;
+  bool investigations_done() const;  // no finding being confirmed, shrunk or waiting for it
+  // output
+  void progress_line(bool force);
+  void say(const std::string& line);  // a line above the progress line (terminal only)
+  void tick();
+  void write_summary(const std::string& reason);
+  std::string summary_text(const std::string& reason) const;
+
+  CampaignOptions opt_;
+  std::string dir_;
+  std::unique_ptr<CaseStream> stream_;
+  Journal journal_;
+  std::unique_ptr<FindingStore> findings_;
+  Ledger ledger_;
+  int64_t tolerated_total_ = 0;
+  Coverage coverage_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::set<int64_t> done_, requeue_;
+  int64_t next_fresh_ = 0;
+  int64_t run_number_ = 1;
+  Clock::time_point t0_ = Clock::now(), last_progress_, last_tick_;
+  // totals (campaign-wide: resumed runs included)
+  std::map<std::string, int64_t> by_verdict_, by_class_;
+  int64_t cases_total_ = 0, cases_this_run_ = 0, long_this_run_ = 0, failed_total_ = 0, suite_errors_ = 0;
+  int64_t new_findings_ = 0;
+  double earlier_seconds_ = 0;
+  double per_work_ = 0;  // learned: the slowest seconds per unit of work seen in the code under test
+  int64_t learned_from_ = 0;
+  struct Waiting {
+    Finding* finding;
+    Verdict first;
+    std::string recipe;
+  };
+  std::deque<Waiting> waiting_;  // new findings whose slot was busy shrinking another
+  bool stopping_ = false;
+  std::string stop_reason_;
+  bool fatal_usage_ = false;
+  std::string fatal_reason_;
+  double time_target_s_ = 0, time_oracle_s_ = 0;
+  std::map<std::string, std::pair<int64_t, double>> class_rate_;  // class -> (cases, seconds in code under test + oracle)
+};
+
+}  // namespace vattn::fuzz::supervisor_detail

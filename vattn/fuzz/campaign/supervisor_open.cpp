@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// Opening a campaign: a new directory (the journal's campaign and run lines), or one resumed from
+// its journal (stream, totals, coverage, findings and the ledger's counts carried over; a finding
+// whose shrinking was cut short is investigated again).
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "vattn/fuzz/campaign/supervisor_internal.h"
+
+namespace vattn::fuzz::supervisor_detail {
+
+namespace fs = std::filesystem;
+
+void Supervisor::open_campaign() {
+  if (!opt_.resume_dir.empty()) {
+    dir_ = opt_.resume_dir;
+    const JournalState st = read_journal(dir_ + "/journal.jsonl");
+    const json& c = st.campaign;
+    if (!opt_.kernel.empty() && opt_.kernel != c.value("kernel", "")) {
+      throw InputError(dir_, "", "--kernel",
+                       "this campaign fuzzes '" + c.value("kernel", "") + "'; --resume keeps its kernel (leave --kernel out)");
+    }
+    opt_.kernel = c.value("kernel", "");
+    StreamConfig sc;
+    sc.seed = c.value("seed", uint64_t{1});
+    sc.budget = c.value("budget", "large");
+    sc.device_variants = c.value("device_variants", false);
+    stream_ = std::make_unique<CaseStream>(sc);
+    if (opt_.cases < 0) opt_.cases = c.value("cases", int64_t{-1});
+    if (c.contains("shard")) {
+      opt_.shard_index = c.at("shard").at(0).get<int64_t>();
+      opt_.shard_count = c.at("shard").at(1).get<int64_t>();
+    }
+    done_ = st.done;
+    by_verdict_ = st.by_verdict;
+    by_class_ = st.by_class;
+    cases_total_ = static_cast<int64_t>(done_.size());
+    for (const auto& [v, n] : by_verdict_)
+      if (v != "pass") failed_total_ += n;
+    // Tolerated cases (the ledger) are failed cases that are not raised: counted apart.
+    for (const auto& [sig, n] : st.tolerated) {
+      tolerated_total_ += n;
+      failed_total_ -= n;
+      if (LedgerEntry* e = ledger_.match(sig, opt_.kernel)) e->count += n;
+    }
+    earlier_seconds_ = st.seconds;
+    run_number_ = st.runs + 1;
+    journal_.open_append(dir_ + "/journal.jsonl");
+    findings_ = std::make_unique<FindingStore>(dir_, opt_.kernel);
+    for (const auto& fl : st.findings) {
+      const std::string id = fl.value("id", "");
+      auto it = st.finding_done.find(id);
+      auto hit = st.hits.find(id);
+      Finding& f =
+          findings_->restore(fl, it == st.finding_done.end() ? nullptr : &it->second, hit == st.hits.end() ? 0 : hit->second);
+      if (f.state == "interrupted") {  // its shrinking was cut short: start it again from the first case
+        f.state = "investigating";
+        waiting_.push_back({&f, f.first, f.recipe});
+      }
+    }
+    if (opt_.cases < 0 && opt_.hours < 0) opt_.hours = 8;
+    // Coverage is campaign-wide: the recipes of the cases already run come back from the stream.
+    for (int64_t i : done_) coverage_.add(stream_->at(i), 0);
+    journal_.append({{"t", "run"}, {"run", run_number_}, {"started", utc_now()}, {"resumed", true},
+                     {"argv", opt_.argv_line}, {"done_before", cases_total_}, {"ledger", opt_.ledger}});
+    return;
+  }
+  dir_ = opt_.out_dir;
+  if (fs::exists(dir_ + "/journal.jsonl")) {
+    throw InputError(dir_, "", "--out", "already holds a campaign (journal.jsonl); continue it with --resume " + dir_ +
+                                            " or choose another --out");
+  }
+  fs::create_directories(dir_ + "/findings");
+  StreamConfig sc;
+  sc.seed = opt_.seed;
+  sc.budget = opt_.budget;
+  sc.device_variants = !is_host_target(opt_.kernel);
+  stream_ = std::make_unique<CaseStream>(sc);
+  journal_.create(dir_ + "/journal.jsonl");
+  json campaign{{"t", "campaign"}, {"schema", kJournalSchema}, {"version", kJournalVersion}, {"kernel", opt_.kernel},
+                {"seed", sc.seed}, {"budget", sc.budget}, {"device_variants", sc.device_variants},
+                {"cases", opt_.cases}, {"created", utc_now()}, {"generator", std::string("vattn ") + VATTN_VERSION}};
+  if (opt_.shard_given) campaign["shard"] = {opt_.shard_index, opt_.shard_count};
+  journal_.append(campaign);
+  journal_.append({{"t", "run"}, {"run", run_number_}, {"started", utc_now()}, {"resumed", false}, {"argv", opt_.argv_line},
+                   {"ledger", opt_.ledger}});
+  journal_.sync();
+  findings_ = std::make_unique<FindingStore>(dir_, opt_.kernel);
+}
+
+}  // namespace vattn::fuzz::supervisor_detail

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a verdict does to the campaign: a stream case is journaled and counted (totals, coverage,
+// time by size class); a failure is counted against the ledger, an existing finding or a new one,
+// whose investigation (confirm, shrink, write the repro files) this slot then runs. An
+// investigation's own cases (negative indices) feed it instead.
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include "vattn/fuzz/campaign/supervisor_internal.h"
+
+namespace vattn::fuzz::supervisor_detail {
+
+namespace fs = std::filesystem;
+
+void Supervisor::outcome(Slot& s, const InFlight& f, Verdict v) {
+  if (f.index < 0) {
+    investigation_outcome(s, f, v);
+    return;
+  }
+  fuzz_outcome(s, f, v);
+}
+
+void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
+  if (v.verdict == "input-error") {
+    // A recipe of the stream that does not generate is a bug of the suite, not of the kernel.
+    ++suite_errors_;
+    say("[" + s.label + "] case " + std::to_string(f.index) + " could not be generated: " + printable(v.detail));
+  }
+  done_.insert(f.index);
+  ++cases_total_;
+  ++cases_this_run_;
+  ++s.cases;
+  const std::string cls = f.long_context ? "long" : "short";
+  if (f.long_context) {
+    ++long_this_run_;
+    ++s.long_cases;
+  }
+  ++by_verdict_[v.verdict];
+  ++by_class_[cls];
+  time_target_s_ += v.target_s;
+  time_oracle_s_ += v.oracle_s;
+  auto& cr = class_rate_[cls];
+  ++cr.first;
+  cr.second += v.target_s + v.oracle_s;
+  const StreamCase sc = stream_->at(f.index);
+  coverage_.add(sc, v.device_error);
+  json line{{"t", "case"}, {"i", f.index}, {"v", v.verdict}, {"c", cls}, {"s", std::round(v.total_s * 1e4) / 1e4},
+            {"g", s.label}};
+  if (v.device_error) line["e"] = v.device_error;
+  Finding* finding = nullptr;
+  if (v.failed() && v.verdict != "input-error") {
+    if (LedgerEntry* known = ledger_.match(v.signature(), opt_.kernel)) {  // counted, not raised again
+      ++known->count;
+      ++tolerated_total_;
+      if (!v.repro.empty()) fs::remove(v.repro);
+      line["sig"] = v.signature();
+      line["k"] = "ledger";
+      journal_.append(line);
+      return;
+    }
+    ++failed_total_;
+    finding = findings_->find(v.signature());
+    if (finding) {
+      ++finding->count;
+      if (!v.repro.empty()) fs::remove(v.repro);
+    } else {
+      finding = &findings_->add(v, f.recipe);
+      ++new_findings_;
+      for (auto& other : slots_)
+        if (other->ready && other->proc.command_fd() >= 0)
+          send_message(other->proc.command_fd(), {{"op", "known"}, {"sig", finding->signature}});
+      journal_.append({{"t", "finding"}, {"id", finding->id}, {"sig", finding->signature}, {"dir", finding->dir},
+                       {"recipe", f.recipe}, {"first", v.to_json()}, {"run", run_number_},
+                       {"elapsed_s", std::round(since(t0_) * 10) / 10}});
+      say("FINDING " + finding->id + " " + printable(finding->signature) + " on case " + std::to_string(f.index) + " (" +
+          s.label + "): " + printable(f.recipe) + (v.detail.empty() ? "" : "\n    " + printable(v.detail)) + "\n    -> " +
+          finding->dir);
+      start_investigation(s, *finding, v, f.recipe);
+    }
+    line["sig"] = finding->signature;
+    line["f"] = finding->id;
+  }
+  journal_.append(line);
+}
+
+void Supervisor::start_investigation(Slot& s, Finding& f, const Verdict& v, const std::string& recipe) {
+  if (s.inv) {  // this slot is busy with another one: this one waits its turn
+    waiting_.push_back({&f, v, recipe});
+    return;
+  }
+  InvestigationLimits lim;
+  lim.max_runs = opt_.max_shrink_runs;
+  lim.max_seconds = opt_.max_shrink_seconds;
+  s.inv = std::make_unique<Investigation>(v, Recipe::parse(recipe), takes_worker_down(v.verdict), lim);
+  s.inv_finding = &f;
+  s.inv_started = Clock::now();
+  // The other cases this worker holds: a crash class needs a fresh worker now, so they go back.
+  s.respawn_before_next = s.inv->fresh_process() && s.proc.alive();
+  if (s.respawn_before_next) {
+    for (const auto& [i, fl] : s.inflight)
+      if (i >= 0) requeue_.insert(i);
+    s.inflight.clear();
+    s.running.reset();
+    s.proc.kill_group();
+    s.respawn_before_next = false;
+  }
+}
+
+void Supervisor::investigation_outcome(Slot& s, const InFlight& f, const Verdict& v) {
+  if (!s.inv) return;
+  const std::string before = s.inv->shrunk_repro();
+  s.inv->feed(v);
+  // Keep only the repro of the latest shrink step that failed the same way.
+  const std::string now = s.inv->shrunk_repro();
+  std::error_code ec;
+  if (!v.repro.empty() && v.repro != now) fs::remove(v.repro, ec);
+  if (before != now && before.find("/pending/") != std::string::npos) fs::remove(before, ec);
+  (void)f;
+}
+
+void Supervisor::finish_investigation(Slot& s) {
+  Finding& f = *s.inv_finding;
+  Investigation& inv = *s.inv;
+  const std::string shrunk = inv.shrunk().to_line();
+  if (f.state == "investigating") {
+    std::error_code ec;
+    if (inv.steps() > 0 && inv.shrunk_repro().find("/pending/") != std::string::npos) {
+      fs::rename(inv.shrunk_repro(), f.dir + "/shrunk.h5", ec);
+      if (!ec) f.shrunk_repro = "shrunk.h5";
+    } else if (inv.steps() == 0 && !f.repro.empty()) {
+      fs::copy_file(f.dir + "/" + f.repro, f.dir + "/shrunk.h5", fs::copy_options::overwrite_existing, ec);
+      if (!ec) f.shrunk_repro = "shrunk.h5";
+    }
+  }
+  // A crash or hang left no result: write the repro files now (inputs and oracle), in a worker.
+  if (f.state == "investigating" && (f.repro.empty() || f.shrunk_repro.empty())) {
+    if (f.repro.empty()) s.repro_ops.emplace_back(f.recipe, f.dir + "/repro.h5");
+    if (f.shrunk_repro.empty()) s.repro_ops.emplace_back(shrunk, f.dir + "/shrunk.h5");
+    if (f.repro.empty()) f.repro = "repro.h5";
+    if (f.shrunk_repro.empty()) f.shrunk_repro = "shrunk.h5";
+    f.state = "writing repros";
+    return;  // dispatch() sends them, then comes back here
+  }
+  f.state = "done";
+  f.investigation = {{"confirmed", inv.confirmed()}, {"shrunk_recipe", shrunk}, {"shrink_steps", inv.steps()},
+                     {"runs", inv.runs()}, {"seconds", std::round(since(s.inv_started) * 10) / 10},
+                     {"stop_reason", inv.stop_reason()}};
+  findings_->save(f);
+  journal_.append({{"t", "finding-done"}, {"id", f.id}, {"investigation", f.investigation}});
+  const std::string line = "FINDING " + f.id + " shrunk in " + std::to_string(inv.steps()) + " steps (" +
+                           std::to_string(inv.runs()) + " runs" +
+                           (inv.confirmed() ? "" : ", NOT confirmed in a fresh worker") + "): " + printable(shrunk) +
+                           "\n    reproduce: " + FindingStore::rerun_command(opt_.kernel, shrunk);
+  s.inv.reset();
+  s.inv_finding = nullptr;
+  say(line);
+  // A crash class ran its last candidate in a process of its own: start fuzzing in a fresh one.
+  if (takes_worker_down(f.first.verdict)) s.proc.kill_group();
+}
+
+}  // namespace vattn::fuzz::supervisor_detail
