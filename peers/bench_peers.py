@@ -48,7 +48,7 @@ def int_list(text):
     try:
         vals = [int(x) for x in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of whole numbers")
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of whole numbers") from None
     if not vals or min(vals) < 0:
         raise argparse.ArgumentTypeError(f"'{text}': needs values >= 0")
     return vals
@@ -70,7 +70,10 @@ def parse_args(argv):
                                  epilog="\n\n".join(doc[3:]) + "\n\nexample (a quick run):\n  python3 peers/bench_peers.py "
                                  "--prefix 16384 --batch 1 --drafts 16 --peers fa2,sglang --reps 10",
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    dev = lambda *p: os.path.join(ROOT, ".device", *p)
+
+    def dev(*p):
+        return os.path.join(ROOT, ".device", *p)
+
     ap.add_argument("--vattn", default=dev("build", "vattn"), metavar="PATH", help="the vattn binary (default: %(default)s)")
     ap.add_argument("--kernel", action="append", metavar="REV",
                     help="kernel revisions for `vattn bench --kernel` (repeat, or a comma list; default: split-v1); "
@@ -318,6 +321,7 @@ class RevisionPeer:
 
     def prepare(self, x):
         import numpy as np
+
         from vattn.revision_lib import Args, Limits
 
         torch, dev = self.torch, "cuda"
@@ -374,7 +378,8 @@ def make_peers(a, torch):
             else:
                 peers.append(FlashInferPeer(torch, lib, name, backend, SM120_SMEM_PER_SM if name == "fa2-sm120" else 0))
     if a.revision_lib:
-        from vattn.revision_lib import Library as RevisionLibrary, RevisionLibError
+        from vattn.revision_lib import Library as RevisionLibrary
+        from vattn.revision_lib import RevisionLibError
 
         for path in a.revision_lib:
             try:
@@ -558,7 +563,8 @@ def table_rows(rep, metric, kernels, ratio_cols):
     for c in rep["cases"]:
         roof = c.get("roofline_us")
         times = c.get(metric, {})
-        row = f"{c['batch']:>4} {c['drafts']:>4} {c['tree']:<6} {c['prefix']:>7} " + (f"{roof:>8.2f}" if roof else f"{'-':>8}") + " |"
+        row = (f"{c['batch']:>4} {c['drafts']:>4} {c['tree']:<6} {c['prefix']:>7} "
+               + (f"{roof:>8.2f}" if roof else f"{'-':>8}") + " |")
         for k in kernels:
             us = times.get(k)
             if us is None:

@@ -2,12 +2,14 @@
 # Installs what vattn needs on a fresh Debian machine (as root): compilers and CMake,
 # Catch2 v2, RapidCheck, Eigen, HDF5 (C/C++), nlohmann-json, CLI11, and h5py+numpy (Debian's python3-h5py,
 # python3-numpy) for the independent Python checks, matplotlib and Chromium (the morning report and
-# its browser test), Slurm and munge (the single-node Slurm test). The CUDA toolkit (nvcc) is expected at
+# its browser test), Slurm and munge (the single-node Slurm test); for scripts/lint.sh: clang-format (14, Debian
+# 12's), the shellcheck package, python3-venv and ruff (pinned, in .venv-lint/). The CUDA toolkit (nvcc) is expected at
 # /usr/local/cuda. Quick when all is there.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ catch2 librapidcheck-dev libeigen3-dev libhdf5-dev nlohmann-json3-dev libcli11-dev python3
       python3-h5py python3-numpy
-      python3-matplotlib chromium slurm-wlm munge python3-pip)  # the morning report, its browser test, the Slurm test
+      python3-matplotlib chromium slurm-wlm munge python3-pip  # the morning report, its browser test, the Slurm test
+      clang-format shellcheck python3-venv)  # scripts/lint.sh
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -39,6 +41,15 @@ if ! command -v mutate >/dev/null 2>&1; then
   python3 -m pip install -q universalmutator 2>/dev/null ||
     python3 -m pip install -q --break-system-packages universalmutator ||
     echo "install-deps: could not install universalmutator; the mutation pipeline test will be skipped" >&2
+fi
+# ruff for scripts/lint.sh, pinned, in its own virtual environment (never the system interpreter).
+root=$(cd "$(dirname "$0")/.." && pwd)
+ruff_want=$(grep -E '^ruff==' "$root/scripts/lint-requirements.txt")
+if [ "$("$root/.venv-lint/bin/ruff" --version 2>/dev/null | sed 's/ /==/')" != "$ruff_want" ]; then
+  echo "install-deps: installing $ruff_want into .venv-lint/"
+  { [ -x "$root/.venv-lint/bin/pip" ] || python3 -m venv "$root/.venv-lint"; } &&
+    "$root/.venv-lint/bin/pip" install -q -r "$root/scripts/lint-requirements.txt" ||
+    { echo "install-deps: could not install $ruff_want into .venv-lint/" >&2; exit 1; }
 fi
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "install-deps: the CUDA toolkit (nvcc) is missing; install CUDA 12.8+ (sm_120a support) at /usr/local/cuda" >&2

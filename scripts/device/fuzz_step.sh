@@ -58,7 +58,7 @@ case $1 in
     for rev in $revs; do
       lib="$b/revisions/libvattn_rev_$rev.so"
       [ -e "$lib" ] || { echo "fuzz planted: $lib missing (stage with -DVATTN_BUILD_PLANTED=ON)"; rc=1; continue; }
-      rm -rf "$work/$rev"
+      rm -rf "${work:?}/$rev"
       started[$rev]=$(date +%s)
       # A hard stop: the hang campaign spends up to --case-timeout per hung case and shrink step
       # (on the H200, 200 cases with 30 s of shrinking: crash 75 s, bf16 53 s, drop 91 s, hang

@@ -50,7 +50,7 @@ def campaign(d):
     for r in cases:  # a slot the summary does not list still counts
         slots.setdefault(r["g"], {"cases": 0, "starts": 0})
     dup = [i for i, n in collections.Counter(r["i"] for r in cases).items() if n > 1]
-    findings = [f for f in summary.get("findings", [])]
+    findings = list(summary.get("findings", []))
     return {
         "dir": d,
         "kernel": next((r.get("kernel") for r in rows if r.get("t") == "campaign"), "?"),

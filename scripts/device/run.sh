@@ -38,7 +38,8 @@ for tool in memcheck racecheck initcheck synccheck; do
   extra=""
   [ $tool = memcheck ] && extra="--padding 4096 --leak-check full"
   echo "=== compute-sanitizer --tool $tool $extra"
-  compute-sanitizer --tool $tool $extra --error-exitcode 99 --print-limit 20 \
+  # shellcheck disable=SC2086  # $extra: none or several options, split on purpose
+  compute-sanitizer --tool "$tool" $extra --error-exitcode 99 --print-limit 20 \
     "$stage/tests/gpu/vattn_tests_gpu" "${VATTN_SANITIZE_FILTER:-[sanitize]}" 2>&1 | tee "$log/sanitizer-$tool.log" | tail -n 25
   s=${PIPESTATUS[0]}
   echo "=== $tool exit $s"

@@ -60,6 +60,7 @@ for step in $steps; do
       code=$?; echo "property run exit $code (1 expected)"; [ $code = 1 ] || rc=1
       grep -E "falsified|^  recipe:|reproduce=" "$out/repro-property.log" | head -3
       line=$(grep -m1 "^  recipe:" "$out/repro-property.log" | sed 's/^  recipe: //')
+      # shellcheck disable=SC2012  # the newest repro; the suite names these files itself
       repro=$(ls -t "$VATTN_FINDINGS_DIR"/*.h5 2>/dev/null | head -1)
       [ -n "$line" ] && [ -n "$repro" ] || { echo "session: the property left no recipe line or repro file"; rc=1; continue; }
       # With the planted revision both replays must fail (1); the file alone is replayed with the

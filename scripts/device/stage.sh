@@ -15,7 +15,9 @@ esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build="$root/build-device"
 stage="$root/.device"
+# shellcheck disable=SC2086  # VATTN_DEVICE_CMAKE_ARGS and VATTN_DEVICE_TARGETS: lists, split on purpose
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVATTN_PORTABLE=ON ${VATTN_DEVICE_CMAKE_ARGS:--DVATTN_BUILD_PLANTED=ON -DVATTN_BUILD_PROBES=ON} >/dev/null
+# shellcheck disable=SC2086  # as above
 cmake --build "$build" -j "$(nproc)" ${VATTN_DEVICE_TARGETS:+--target $VATTN_DEVICE_TARGETS}
 rm -rf "$stage" && mkdir -p "$stage/build"
 # ctest needs its CTestTestfile.cmake files, the test lists written by Catch's discovery,

@@ -402,8 +402,8 @@ def cmd_report(a):
         lines += ["", "| killed by | mutants |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(checks.items())]
     if killed or survived:
         lines += ["", "## Every judged mutant", "",
-                  "time to kill: from the campaign's start to its first finding (journal); wall: the whole "
-                  "`vattn fuzz` run (start, the failing case, its confirmation)", "",
+                  ("time to kill: from the campaign's start to its first finding (journal); wall: the whole "
+                   "`vattn fuzz` run (start, the failing case, its confirmation)"), "",
                   "| mutant | file | status | killed by | time to kill (s) | wall (s) | cases |", "|---|---|---|---|---|---|---|"]
         for r in sorted(killed + survived, key=lambda r: r["id"]):
             ttk = r.get("time_to_kill_s")

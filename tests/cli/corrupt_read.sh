@@ -29,6 +29,7 @@ put_bytes() {
 }
 case $mode in
   stall) offset=2100 count=64 limit=10 caught="did not return within 3 s"
+         # shellcheck disable=SC2046  # one argument per byte value, split on purpose
          put_bytes $offset $(dd if="$fixture" bs=1 skip=$offset count=$count 2>/dev/null | od -An -v -tu1 |
                              awk '{for (i = 1; i <= NF; ++i) print 255 - $i}') ;;
   crash) offset=2218 count=1 limit=60 caught="crashed (SIG"
@@ -48,7 +49,8 @@ ok=1
 check() {  # check LABEL EXPECTED_STDOUT_TEXT -- command...
   local label=$1 want_out=$2
   shift 3
-  local start=$(date +%s)
+  local start
+  start=$(date +%s)
   # timeout(1) only keeps a broken watchdog from hanging the test run.
   VATTN_READ_TIMEOUT=3 timeout 60 "$@" >"$tmp/out" 2>"$tmp/err"
   local code=$? took=$(($(date +%s) - start)) bad=''
@@ -75,14 +77,14 @@ check "vattn replay" "" -- "$vattn" replay "$copy"
 check "vattn replay" "PASS" -- "$vattn" replay "$good" "$copy"
 # Where the heap lies depends on the path's length; one length once hid a crash message that
 # libhdf5 had zeroed. Try a range of lengths (the message must survive every one).
-if [ $mode = crash ]; then
+if [ "$mode" = crash ]; then
   first=$copy dir=$tmp
-  for n in $(seq 1 24); do
+  for _ in $(seq 1 24); do
     dir=$dir/x; mkdir "$dir"; copy=$dir/$mode.h5; cp "$first" "$copy"
     check "vattn replay" "PASS" -- "$vattn" replay "$good" "$copy"
   done
 fi
-if [ $mode = stall ] && [ $pinned -eq 1 ]; then  # 0 = no limit: still reading when timeout(1) ends it
+if [ "$mode" = stall ] && [ "$pinned" -eq 1 ]; then  # 0 = no limit: still reading when timeout(1) ends it
   VATTN_READ_TIMEOUT=0 timeout 5 "$vattn" info "$copy" >/dev/null 2>&1
   code=$?
   if [ $code -eq 124 ]; then echo "ok: VATTN_READ_TIMEOUT=0: still waiting after 5 s"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # fuzz_lib.sh: sourced by fuzz_supervisor.sh and fuzz_resume.sh (the `vattn fuzz` CLI tests).
 # Sets $vattn (the first argument, made absolute), a scratch directory $tmp (removed at exit; also
 # $TMPDIR, so what `vattn fuzz --recipe` keeps there goes with it), and these helpers:
@@ -17,6 +18,7 @@ tmp=$(mktemp -d /tmp/vattn-fuzz-test.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export TMPDIR=$tmp
 # The options every campaign of these tests shares: the small budget, short deadlines.
+# shellcheck disable=SC2034  # used by the scripts that source this file
 small=(--budget small --case-timeout 2 --heartbeat-timeout 5 --no-report)
 failures=0
 rc=0

@@ -29,6 +29,7 @@ has nocrash out "FAIL crash: a crash finding"
 has nocrash out "FAIL crash: the other workers keep running: no crash verdict in the journal"
 
 cp -r "$m/all" "$tmp/dup"
+# shellcheck disable=SC2094  # grep -m1 reads one line, then appends it once: a duplicated case line
 grep -m1 '"t":"case"' "$tmp/dup/journal.jsonl" >>"$tmp/dup/journal.jsonl"
 run dup python3 "$checker" --one "$m/one" --all "$tmp/dup" --crash "$m/crash"
 want_rc dup 1

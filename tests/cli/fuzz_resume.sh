@@ -38,12 +38,12 @@ wait_for() {
 # note_workers: the supervisor's children now, in $workers; each must be a vattn fuzz-worker.
 # (A worker being replaced may be missing, or not yet exec'd, for a moment: look again then.)
 note_workers() {
-  local try cmd w bad
-  for try in $(seq 20); do
+  local cmd w bad
+  for _ in $(seq 20); do
     workers=$(pgrep -P $sup || true)
     bad=
     for w in $workers; do
-      cmd=$(tr '\0' ' ' </proc/$w/cmdline 2>/dev/null)
+      cmd=$(tr '\0' ' ' <"/proc/$w/cmdline" 2>/dev/null)
       case $cmd in
         "$vattn fuzz-worker "*) ;;
         *) bad="$bad $w ($cmd)" ;;
@@ -55,7 +55,7 @@ note_workers() {
   [ -n "$workers" ] && echo "ok: the supervisor has worker processes ($workers)" ||
     fail "no worker process found under the supervisor"
   [ -z "$bad" ] && echo "ok: each is a vattn fuzz-worker" || fail "children of the supervisor that are not fuzz-workers:$bad"
-  for w in $workers; do echo "worker $w: $(tr '\0' ' ' </proc/$w/cmdline 2>/dev/null)"; done
+  for w in $workers; do echo "worker $w: $(tr '\0' ' ' <"/proc/$w/cmdline" 2>/dev/null)"; done
 }
 # workers_gone: none of $workers is running a second later (a zombie that its new parent has
 # not reaped yet is dead).
@@ -66,11 +66,11 @@ workers_gone() {
   [ -z "$left" ] && echo "ok: no live process writes to $d/workers/" ||
     fail "live worker processes of the campaign: $left"
   for w in $workers; do
-    state=$(sed 's/^.*) //' /proc/$w/stat 2>/dev/null | cut -d' ' -f1)
+    state=$(sed 's/^.*) //' "/proc/$w/stat" 2>/dev/null | cut -d' ' -f1)
     if [ -z "$state" ] || [ "$state" = Z ] || [ "$state" = X ]; then
       echo "ok: worker $w is gone (${state:-reaped})"
     else
-      fail "worker $w outlived the supervisor (state $state): $(tr '\0' ' ' </proc/$w/cmdline)"
+      fail "worker $w outlived the supervisor (state $state): $(tr '\0' ' ' <"/proc/$w/cmdline")"
       kill -9 "$w" 2>/dev/null  # ours: a leftover of the supervisor this test started
     fi
   done

@@ -79,6 +79,7 @@ hang)
   left=$(live_workers "$d")
   if [ -n "$left" ]; then
     fail "workers left running after the campaign: $left"
+    # shellcheck disable=SC2086  # echo joins the pids on one line
     ps -o pid,ppid,stat,args -p "$(echo $left | tr ' ' ,)"
   else
     echo "ok: no fuzz-worker of the campaign is left"
@@ -194,6 +195,7 @@ output)
   for f in out err; do
     if python3 -c 'import sys; d=open(sys.argv[1],"rb").read(); sys.exit(1 if b"\r" in d or b"\x1b" in d else 0)' \
       "$tmp/plain.$f"; then
+      # shellcheck disable=SC2028  # a literal \\r in the message, as written
       echo "ok: std$f has no \\r and no escape sequence"
     else
       fail "std$f of a run that is not on a terminal has a \\r or an escape sequence"; show plain

@@ -73,7 +73,7 @@ assert d["schema"] == "vattn-replay-report" and d["version"] == 1
 assert any(r["ratio_vs_bf16_ref"] == "Infinity" for r in d["results"]), [r["ratio_vs_bf16_ref"] for r in d["results"]]' "$tmp/inf.json"; then
   echo "ok: a non-finite figure is written as the string \"Infinity\" (strict JSON)"
 else
-  ok=0; echo "FAIL: non-finite figures in the report"; cat "$tmp/inf.json" | head -40
+  ok=0; echo "FAIL: non-finite figures in the report"; head -40 "$tmp/inf.json"
 fi
 # Where a failure sits (per request, row, head, 64-column block), in the table and in the report;
 # --producer compares one producer only.
@@ -110,6 +110,7 @@ done
 
 "$vattn" replay "$tmp/dump.h5" --json "$tmp/r.json" >"$tmp/out" 2>"$tmp/err"
 code=$?
+# shellcheck disable=SC2010  # the elif below: any name that holds .tmp, hidden ones included
 if [ $code -ne 0 ] || ! grep -q '"results"' "$tmp/r.json" || ! tail -c 3 "$tmp/r.json" | grep -q '}'; then
   ok=0; echo "FAIL --json to a good path: exit $code"; cat "$tmp/err"
 elif ls -A "$tmp" | grep -q '\.tmp'; then

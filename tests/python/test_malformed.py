@@ -191,7 +191,8 @@ def main():
         first = sorted(h5py.File(two, "r")["cases"])[0]
         p = run([args.vattn, "replay", two, "--case", first])
         ok = p.returncode == 0 and p.stdout.count("PASS") == 1 and "FAIL" not in p.stdout
-        print(f"{'ok  ' if ok else 'BAD '} replay --case {first} of the half-broken file: exit {p.returncode}: {p.stderr.strip()}")
+        print(f"{'ok  ' if ok else 'BAD '} replay --case {first} of the half-broken file: exit {p.returncode}: "
+              f"{p.stderr.strip()}")
         if not ok:
             problems.append(f"--case {first} of the half-broken file: exit {p.returncode}; stdout:\n{p.stdout}")
 

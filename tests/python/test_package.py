@@ -123,11 +123,13 @@ def main():
             ("no bf16 marker", lambda g: g["q"].attrs.__delitem__("dtype")),
             ("int64 kv_indptr", replace("kv_indptr", np.array([0, 77, 82], dtype=np.int64))),
             ("decreasing qo_indptr", replace("qo_indptr", np.array([0, 16, 15], dtype=np.int32))),
-            ("external link", lambda g: (g.__delitem__("kv_pool"), g.__setitem__("kv_pool", h5py.ExternalLink("/etc/x.h5", "/p")))),
+            ("external link",
+             lambda g: (g.__delitem__("kv_pool"), g.__setitem__("kv_pool", h5py.ExternalLink("/etc/x.h5", "/p")))),
             ("missing q", lambda g: g.__delitem__("q")),
             ("recipe of another shape", lambda g: g.attrs.__setitem__("recipe", g.attrs["recipe"].replace("H=", "H=1", 1))),
             ("recipe that does not parse", lambda g: g.attrs.__setitem__("recipe", "B=1 H=x P=[0] T=[1]")),
-            ("recipe with another scale", lambda g: g.attrs.__setitem__("recipe", re.sub(r"scale=\S+", "scale=0.5", g.attrs["recipe"]))),
+            ("recipe with another scale",
+             lambda g: g.attrs.__setitem__("recipe", re.sub(r"scale=\S+", "scale=0.5", g.attrs["recipe"]))),
         ]
         for label, change in broken:
             path = os.path.join(tmp, re.sub(r"\W+", "_", label) + ".h5")

@@ -139,7 +139,7 @@ def flashinfer_lib_checks(a, produce_cli, chain_file, not_a_library, gpu):
                  "const int32_t*": ctypes.c_void_p, "int64_t": ctypes.c_int64, "int32_t": ctypes.c_int32,
                  "float": ctypes.c_float}
     for struct, binding in (("vfi_run_args", flashinfer_lib.RunArgs), ("vfi_plan_config", flashinfer_lib.PlanConfig)):
-        m = re.search(r"typedef struct %s \{(.*?)\} %s;" % (struct, struct), body, re.S)
+        m = re.search(rf"typedef struct {struct} \{{(.*?)\}} {struct};", body, re.S)
         fields = []
         for decl in (m.group(1).split(";") if m else []):
             decl = " ".join(decl.split())

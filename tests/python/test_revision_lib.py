@@ -71,7 +71,8 @@ def main():
         ws = 0x1000000
         cases = [(f, None, 1) for f in ("q", "kv_pool", "kv_indices", "kv_indptr", "kv_draft", "qo_indptr", "mask_bits",
                                         "mask_word_indptr", "out", "lse")]
-        cases += [("q", 0x10008, 1), ("kv_pool", 0x20008, 1), ("kv_draft", 0x40008, 1), ("out", 0x50004, 1), ("mask_word_indptr", 0x43004, 1), ("lse", 0x60002, 1),
+        cases += [("q", 0x10008, 1), ("kv_pool", 0x20008, 1), ("kv_draft", 0x40008, 1), ("out", 0x50004, 1),
+                  ("mask_word_indptr", 0x43004, 1), ("lse", 0x60002, 1),
                   ("forced_splits", 0x44002, 1), ("n_slots", -1, 1), ("n_q", 0, 1), ("num_requests", 0, 1),
                   ("sm_scale", math.nan, 1), ("sm_scale", 0.0, 1), ("d_qk", 575, 2), ("d_v", 576, 2),
                   ("num_heads", 129, 2), ("num_heads", 4, 3), ("num_requests", 2, 3), ("n_q", 17, 3)]
@@ -79,7 +80,8 @@ def main():
             args = Args(**{**good, field: value})
             got = lib.run_status(args, small, ws, ws_small, 0)
             check(got == status, f"{base}: run() with {field} = {value!r}: status {got} (want {status})")
-        for what, ptr, nbytes in (("null", None, ws_small), ("1 byte short", ws, ws_small - 1), ("misaligned", ws + 128, ws_small)):
+        for what, ptr, nbytes in (("null", None, ws_small), ("1 byte short", ws, ws_small - 1),
+                                  ("misaligned", ws + 128, ws_small)):
             got = lib.run_status(Args(**good), small, ptr, nbytes, 0)
             check(got == 4, f"{base}: run() with the workspace {what}: status {got} (want 4)")
         try:

@@ -177,7 +177,7 @@ def read_case_file(path):
         for name in sorted(f["cases"].keys()):
             g = f["cases"][name]
             a = g.attrs
-            opt = lambda key: g[key][()] if key in g else None  # noqa: E731
+            opt = lambda key, g=g: g[key][()] if key in g else None  # noqa: E731
             c = Case(name, a["num_heads"], a["d_qk"], a["d_v"], a["sm_scale"],
                      g["q"][()].ravel(), g["kv_pool"][()].ravel(), g["kv_indices"][()], g["kv_indptr"][()],
                      g["kv_draft"][()].ravel(), g["qo_indptr"][()], g["draft_mask"][()], g["draft_mask_indptr"][()],

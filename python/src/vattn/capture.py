@@ -296,7 +296,7 @@ def install(out_dir, backend_class=None, **options):
             import sglang
             from sglang.srt.layers.attention import triton_backend
         except ImportError as e:
-            raise CaptureError(f"SGLang is not importable here ({e}); pip install sglang=={SUPPORTED_SGLANG[-1]}")
+            raise CaptureError(f"SGLang is not importable here ({e}); pip install sglang=={SUPPORTED_SGLANG[-1]}") from e
         version = getattr(sglang, "__version__", "unknown")
         if version not in SUPPORTED_SGLANG:
             raise CaptureError(f"SGLang {version} is not one this hook was tested with ({', '.join(SUPPORTED_SGLANG)}): "

@@ -3,7 +3,7 @@
 import dataclasses
 import datetime
 import os
-from typing import Dict, List, Optional
+from typing import Optional
 
 import h5py
 import numpy as np
@@ -50,8 +50,8 @@ class Case:
     kv_slot_ids: Optional[np.ndarray] = None
     draft_parent: Optional[np.ndarray] = None
     recipe: str = ""
-    int_attrs: Dict[str, int] = dataclasses.field(default_factory=dict)
-    outputs: List[Output] = dataclasses.field(default_factory=list)
+    int_attrs: dict[str, int] = dataclasses.field(default_factory=dict)
+    outputs: list[Output] = dataclasses.field(default_factory=list)
 
     @property
     def num_requests(self):
@@ -63,7 +63,7 @@ class Header:
     source: str
     created: str = ""
     generator: str = ""
-    optional: Dict[str, str] = dataclasses.field(default_factory=dict)
+    optional: dict[str, str] = dataclasses.field(default_factory=dict)
     format_version: int = FORMAT_VERSION
 
 
@@ -71,7 +71,7 @@ class Header:
 class CaseFile:
     path: str
     header: Header
-    cases: List[Case]
+    cases: list[Case]
 
 
 def _text(v):
@@ -144,16 +144,16 @@ def _read_case(path, g, name):
     if _hard_link(g, "outputs", err):
         for producer in sorted(g["outputs"]):
             base = "outputs/" + producer
-            _hard_link(g["outputs"], producer, lambda f, r: err(base, r))
+            _hard_link(g["outputs"], producer, lambda f, r, base=base: err(base, r))
             og = g["outputs"][producer]
             if "description" not in og.attrs:
                 err(base, "missing attribute 'description'")
             out_type = np.float32 if producer == ORACLE else np.uint16
-            out = _dataset(og, "out", out_type, lambda f, r: err(base + "/out", r))
+            out = _dataset(og, "out", out_type, lambda f, r, base=base: err(base + "/out", r))
             if producer != ORACLE and _text(og["out"].attrs.get("dtype", "")) != "bfloat16":
                 err(base + "/out", "bf16 data must carry the attribute dtype = \"bfloat16\"")
             # lse is optional for a producer that does not report one; oracle_fp64 always has it.
-            lse = _dataset(og, "lse", np.float32, lambda f, r: err(base + "/lse", r), required=producer == ORACLE)
+            lse = _dataset(og, "lse", np.float32, lambda f, r, base=base: err(base + "/lse", r), required=producer == ORACLE)
             c.outputs.append(Output(producer, _text(og.attrs["description"]), out, lse))
     return c
 
@@ -165,7 +165,7 @@ def read(path, validate_cases=True):
     try:
         f = h5py.File(path, "r")
     except OSError as e:
-        raise CaseFileError(path, "", "", f"cannot open the HDF5 file ({e})")
+        raise CaseFileError(path, "", "", f"cannot open the HDF5 file ({e})") from e
     with f:
         a = f.attrs
         if _text(a.get("format", "")) != FORMAT_NAME:
@@ -182,7 +182,7 @@ def read(path, validate_cases=True):
             raise CaseFileError(path, "", "cases", "missing group '/cases'")
         cases = []
         for name in sorted(f["cases"]):
-            _hard_link(f["cases"], name, lambda fld, r: (_ for _ in ()).throw(CaseFileError(path, name, "", r)))
+            _hard_link(f["cases"], name, lambda fld, r, name=name: (_ for _ in ()).throw(CaseFileError(path, name, "", r)))
             if not isinstance(f["cases"][name], h5py.Group):
                 raise CaseFileError(path, "", "cases", f"'/cases/{name}' is not a group (every member of /cases is a case)")
             c = _read_case(path, f["cases"][name], name)
@@ -223,7 +223,7 @@ def write(path, header, cases):
                 g.attrs["recipe"] = c.recipe
             for k, v in c.int_attrs.items():
                 g.attrs[k] = np.int64(v)
-            for k, (t, required) in DATASETS.items():
+            for k, (t, _required) in DATASETS.items():
                 v = getattr(c, k)
                 if v is None:
                     continue

@@ -89,7 +89,7 @@ class Library:
         try:
             self._lib = ctypes.CDLL(self.path)
         except OSError as e:
-            raise FlashInferLibError(f"{self.path}: cannot load it: {e}")
+            raise FlashInferLibError(f"{self.path}: cannot load it: {e}") from e
         missing = [n for n in _SIGNATURES if not hasattr(self._lib, n)]
         if missing:
             raise FlashInferLibError(f"{self.path}: not a vattn FlashInfer MLA library (lacks {', '.join(missing)})")

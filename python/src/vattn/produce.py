@@ -98,7 +98,7 @@ def _torch():
     try:
         import torch
     except ImportError as e:
-        raise MissingDependency(f"needs torch ({e})")
+        raise MissingDependency(f"needs torch ({e})") from e
     if not torch.cuda.is_available():
         raise MissingDependency("needs a CUDA GPU (torch.cuda.is_available() is False)")
     return torch
@@ -119,9 +119,9 @@ class SglangTriton:
             try:
                 mod, version = load(sglang_files)
             except SglangFilesError as e:
-                raise MissingDependency(str(e))
+                raise MissingDependency(str(e)) from e
             except ImportError as e:
-                raise MissingDependency(f"SGLang's kernel files in {sglang_files} need a module missing here ({e})")
+                raise MissingDependency(f"SGLang's kernel files in {sglang_files} need a module missing here ({e})") from e
             self.fwd = mod.extend_attention_fwd
             self.description = (f"SGLang {version} Triton extend_attention_fwd (target_verify path), its source files "
                                 "loaded alone (vattn.sglang_files: sglang.srt.utils helpers stood in for)")
@@ -131,7 +131,7 @@ class SglangTriton:
             from sglang.kernels.ops.attention.extend_attention import extend_attention_fwd
         except ImportError as e:
             raise MissingDependency(f"needs sglang with sglang.kernels.ops.attention.extend_attention ({e}); or "
-                                    "--sglang-files DIR (python3 -m vattn.sglang_files extract WHEEL DIR)")
+                                    "--sglang-files DIR (python3 -m vattn.sglang_files extract WHEEL DIR)") from e
         self.fwd = extend_attention_fwd
         self.description = f"SGLang {getattr(sglang, '__version__', '?')} Triton extend_attention_fwd (target_verify path)"
 
@@ -185,7 +185,7 @@ class FlashInferMla:
             try:
                 self.lib = Library(lib)
             except FlashInferLibError as e:
-                raise MissingDependency(str(e))
+                raise MissingDependency(str(e)) from e
             if backend not in self.lib.backends:
                 raise MissingDependency(f"{self.lib.path}: built without {backend} (has {', '.join(self.lib.backends)})")
             self.name = f"flashinfer-{backend}" + (f"-smem{smem_limit}" if smem_limit else "")
@@ -199,7 +199,7 @@ class FlashInferMla:
             from flashinfer.mla import BatchMLAPagedAttentionWrapper
         except ImportError as e:
             raise MissingDependency(f"needs flashinfer with flashinfer.mla ({e}); or --flashinfer-lib LIB "
-                                    "(peers/build_flashinfer.sh)")
+                                    "(peers/build_flashinfer.sh)") from e
         self.wrapper_class = BatchMLAPagedAttentionWrapper
         self.name = "flashinfer" if backend == "fa2" else f"flashinfer-wrapper-{backend}"
         self.description = (f"FlashInfer {getattr(flashinfer, '__version__', '?')} MLA (BatchMLAPagedAttentionWrapper, "
@@ -228,7 +228,10 @@ class FlashInferMla:
         torch, dev = self.torch, "cuda"
         n_q, H = c.q.shape[0], c.num_heads
         cache, kv_indptr, kv_indices, kv_len = self.layout(c)
-        t = lambda a, dt: torch.from_numpy(np.ascontiguousarray(a, dtype=dt)).to(dev)
+
+        def t(a, dt):
+            return torch.from_numpy(np.ascontiguousarray(a, dtype=dt)).to(dev)
+
         kvc = _bf16_tensor(torch, cache, dev).reshape(-1, 1, D_QK)
         q = _bf16_tensor(torch, c.q, dev).reshape(n_q, H, D_QK)
         if self.lib is not None:
@@ -257,7 +260,7 @@ class FlashInferMla:
                                  smem_limit=self.smem_limit)
         except FlashInferLibError as e:
             if e.code == 2:  # VFI_ERR_UNSUPPORTED: beyond FlashInfer's planner or kernel, as its wrapper refuses it
-                raise SkipCase(str(e))
+                raise SkipCase(str(e)) from e
             raise
         try:
             out = torch.empty((n_q, H, D_V), dtype=torch.bfloat16, device=q.device)

@@ -92,11 +92,11 @@ class Library:
         try:
             self._lib = ctypes.CDLL(self.path, mode=getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 2))
         except OSError as e:
-            raise RevisionLibError(f"{self.path}: cannot load it: {e}")
+            raise RevisionLibError(f"{self.path}: cannot load it: {e}") from e
         try:
             get = getattr(self._lib, GET_REVISION_SYMBOL)
         except AttributeError:
-            raise RevisionLibError(f"{self.path}: not a vattn revision library (no symbol {GET_REVISION_SYMBOL})")
+            raise RevisionLibError(f"{self.path}: not a vattn revision library (no symbol {GET_REVISION_SYMBOL})") from None
         get.restype, get.argtypes = ctypes.POINTER(Revision), []
         table = get()
         if not table:
@@ -111,7 +111,10 @@ class Library:
         self._check(self._rev.capabilities(ctypes.byref(caps)), "capabilities")
         if caps.abi_version != ABI_VERSION:
             raise RevisionLibError(f"{self.path}: capabilities() says ABI version {caps.abi_version}")
-        text = lambda b: b.decode(errors="replace") if b else ""
+
+        def text(b):
+            return b.decode(errors="replace") if b else ""
+
         self.caps = {name: (text(getattr(caps, name)) if kind is ctypes.c_char_p else getattr(caps, name))
                      for name, kind in Caps._fields_}
         self.name = text(self._rev.name)

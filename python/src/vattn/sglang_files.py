@@ -53,7 +53,7 @@ def extract(wheel, out_dir):
     try:
         z = zipfile.ZipFile(wheel)
     except (OSError, zipfile.BadZipFile) as e:
-        raise SglangFilesError(f"{wheel}: not a readable wheel ({e})")
+        raise SglangFilesError(f"{wheel}: not a readable wheel ({e})") from e
     with z:
         names = set(z.namelist())
         meta = [n for n in names if re.fullmatch(r"sglang-[^/]+\.dist-info/METADATA", n)]
