@@ -189,6 +189,65 @@ __device__ __forceinline__ void write_o_direct(const vattn_args& a, const float 
   }
 }
 
+// P.V of one tile (shared K/V stage x register P -> register O): O += P V over rows 16rb..,
+// columns 256hh.. (O already rescaled); nothing for a row block without rows (`active`).
+__device__ __forceinline__ void compute_pv(float (&o)[32][4], const uint32_t (&pa)[2][4], const uint16_t* kvt,
+                                           bool active, int hh, int mat, int mrow, int vsw8) {
+  if (active) {
+    // Position j of every line first: one swizzled offset live at a time (four at once spilled).
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint16_t* vj = kvt + ((mat & 1) * 8 + mrow) * kSmemStride + 64 * 4 * hh + (vsw8 ^ (16 * j));
+#pragma unroll
+      for (int kk = 0; kk < 2; ++kk)
+#pragma unroll
+        for (int line = 0; line < 4; ++line) {
+          const int np = 4 * line + j;  // columns 256hh + 16np..
+          uint32_t bv[4];
+          ldmatrix_x4_trans(bv, vj + kk * 16 * kSmemStride + 64 * line);
+          mma_bf16_16816(o[2 * np], pa[kk], bv[0], bv[1]);
+          mma_bf16_16816(o[2 * np + 1], pa[kk], bv[2], bv[3]);
+        }
+    }
+  }
+}
+
+// The rare P.V, for a tile whose V holds NaN/Inf in a row some row of the tile sees: P in row
+// order through this row block's exchange slot (register -> shared tile), zero probabilities
+// skipped, so a masked non-finite V never counts. Both groups take it in the tile's own interval
+// (B does not defer).
+__device__ __forceinline__ void compute_pv_rare(float (&o)[32][4], const uint32_t (&pa)[2][4], const uint16_t* kvt,
+                                                float4* s_xf, int rb, int hh, int g, int t4) {
+  uint16_t* s_prb = reinterpret_cast<uint16_t*>(s_xf + (2 * rb) * 4 * 32);  // [16][kPStride]
+  row_block_barrier(rb);  // the partner has read this slot's partial
+  uint16_t* prow = s_prb + g * kPStride + 2 * t4;
+  if (hh == 0) {
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        *reinterpret_cast<uint32_t*>(prow + 8 * i * kPStride + 16 * kk) = pa[kk][i];
+        *reinterpret_cast<uint32_t*>(prow + 8 * i * kPStride + 16 * kk + 8) = pa[kk][2 + i];
+      }
+  }
+  row_block_barrier(rb);
+#pragma unroll
+  for (int i = 0; i < 2; ++i)  // one row at a time: fewer live values than both at once
+#pragma unroll 1
+    for (int k = 0; k < kKeysPerTile; ++k) {
+      const float p = bf16_lo(s_prb[(g + 8 * i) * kPStride + k]);
+      if (p == 0.f) continue;
+      const uint16_t* vrow = kvt + k * kSmemStride + 2 * t4;
+#pragma unroll
+      for (int n = 0; n < 32; ++n) {
+        const uint32_t vv = *reinterpret_cast<const uint32_t*>(vrow + 8 * v2_chunk(k, 32 * hh + n));
+        o[n][2 * i] += p * bf16_lo(vv);
+        o[n][2 * i + 1] += p * bf16_hi(vv);
+      }
+    }
+  row_block_barrier(rb);  // both have read P before the slot takes a partial again
+}
+
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
   tl_partial(0);  // timing probe builds only (timeline.cuh)
   pdl_wait();  // the planner has completed: its plan and header are visible
@@ -340,59 +399,6 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // vsw8 / 8 ^ 2j; K chunk 4hh + mat of line q (k-steps 2q, 2q + 1) at position ksw.
     const int vsw8 = 8 * ((mat >> 1) ^ mrow), ksw = (4 * hh + mat) ^ mrow;
     uint32_t pa[2][4];  // P as the A operand of P.V: k-step kk = keys 16kk..
-    // P.V of one tile: O += P V over rows 16rb.., columns 256hh.. (O already rescaled).
-    auto pv_mma = [&](const uint16_t* kvt) {
-      if (active) {
-        // Position j of every line first: one swizzled offset live at a time (four at once spilled).
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const uint16_t* vj = kvt + ((mat & 1) * 8 + mrow) * kSmemStride + 64 * 4 * hh + (vsw8 ^ (16 * j));
-#pragma unroll
-          for (int kk = 0; kk < 2; ++kk)
-#pragma unroll
-            for (int line = 0; line < 4; ++line) {
-              const int np = 4 * line + j;  // columns 256hh + 16np..
-              uint32_t bv[4];
-              ldmatrix_x4_trans(bv, vj + kk * 16 * kSmemStride + 64 * line);
-              mma_bf16_16816(o[2 * np], pa[kk], bv[0], bv[1]);
-              mma_bf16_16816(o[2 * np + 1], pa[kk], bv[2], bv[3]);
-            }
-        }
-      }
-    };
-    // The rare path, for a tile whose V holds NaN/Inf in a row some row of the tile sees: P in
-    // row order through this row block's exchange slot, zero probabilities skipped, so a masked
-    // non-finite V never counts. Both groups take it in the tile's own interval (B does not defer).
-    auto pv_rare = [&](const uint16_t* kvt) {
-      uint16_t* s_prb = reinterpret_cast<uint16_t*>(s_xf + (2 * rb) * 4 * 32);  // [16][kPStride]
-      row_block_barrier(rb);  // the partner has read this slot's partial
-      uint16_t* prow = s_prb + g * kPStride + 2 * t4;
-      if (hh == 0) {
-#pragma unroll
-        for (int kk = 0; kk < 2; ++kk)
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            *reinterpret_cast<uint32_t*>(prow + 8 * i * kPStride + 16 * kk) = pa[kk][i];
-            *reinterpret_cast<uint32_t*>(prow + 8 * i * kPStride + 16 * kk + 8) = pa[kk][2 + i];
-          }
-      }
-      row_block_barrier(rb);
-#pragma unroll
-      for (int i = 0; i < 2; ++i)  // one row at a time: fewer live values than both at once
-#pragma unroll 1
-        for (int k = 0; k < kKeysPerTile; ++k) {
-          const float p = bf16_lo(s_prb[(g + 8 * i) * kPStride + k]);
-          if (p == 0.f) continue;
-          const uint16_t* vrow = kvt + k * kSmemStride + 2 * t4;
-#pragma unroll
-          for (int n = 0; n < 32; ++n) {
-            const uint32_t vv = *reinterpret_cast<const uint32_t*>(vrow + 8 * v2_chunk(k, 32 * hh + n));
-            o[n][2 * i] += p * bf16_lo(vv);
-            o[n][2 * i + 1] += p * bf16_hi(vv);
-          }
-        }
-      row_block_barrier(rb);  // both have read P before the slot takes a partial again
-    };
     // Group B's copies: 128 threads, two KV rows each (r and r + 16).
     auto issue_b = [&](int j, int i0, int i1) {
       const int lt = threadIdx.x - 128;
@@ -438,7 +444,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         }
         vnf = __syncthreads_or(vnf);
       }
-      if (pend) pv_mma(kv_prev);  // B: the previous tile's P.V
+      if (pend) compute_pv(o, pa, kv_prev, active, hh, mat, mrow, vsw8);  // B: the previous tile's P.V
       const bool load_next = grp_b && it >= 1 && it + 1 < ntiles;
       // Every B warp is past P.V(it - 1) before any of them copies over that stage.
       if (load_next) named_barrier_sync<kBarGroupB, 128>();
@@ -558,9 +564,9 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         }
         // A: this tile's P.V. B defers it to the next interval, except on the rare path.
         if (vnf)
-          pv_rare(kv);
+          compute_pv_rare(o, pa, kv, s_xf, rb, hh, g, t4);
         else if (!grp_b)
-          pv_mma(kv);
+          compute_pv(o, pa, kv, active, hh, mat, mrow, vsw8);
       }
       pend = grp_b && tile && !vnf;
       if (warp == 0 && it + 2 < ntiles)
