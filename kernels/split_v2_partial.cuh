@@ -189,6 +189,33 @@ __device__ __forceinline__ void write_o_direct(const vattn_args& a, const float 
   }
 }
 
+// Chunks [i0, i1) of this thread's nine in row `row` of tile j (global -> shared K/V stage
+// j % 2; 8 threads per KV row, 16 B each) from its row source s_src[j % 3][row]: the prologue's
+// copies (every thread, one row) and group B's (two rows a thread).
+__device__ __forceinline__ void load_kv_row_chunks(const vattn_args& a, uint16_t* s_kv,
+                                                   const uint16_t* const (&s_src)[3][kKeysPerTile], int j, int row,
+                                                   int ch0, int i0, int i1) {
+  uint16_t* dst = s_kv + (j % kStages) * kKeysPerTile * kSmemStride;
+  const uint16_t* src = s_src[j % 3][row];
+  const bool read = src != nullptr;
+  // Unread rows (zero fill) still name a mapped address: the start of the pool.
+  const uint16_t* from = (read ? src : a.kv_pool) + ch0 * 8;
+  copy_row_chunks(dst + row * kSmemStride + v2_chunk(row, ch0) * 8, from, read, i0, i1);  // chunk i: next line
+}
+// Every thread's copies of tile j (global -> shared K/V stage): one KV row each.
+__device__ __forceinline__ void load_kv_tile(const vattn_args& a, uint16_t* s_kv,
+                                             const uint16_t* const (&s_src)[3][kKeysPerTile], int j, int i0, int i1) {
+  static_assert(kPartialThreads == 8 * kKeysPerTile && kDqk == 576, "load_kv_tile: 8 threads x 9 chunks per KV row");
+  load_kv_row_chunks(a, s_kv, s_src, j, threadIdx.x >> 3, threadIdx.x & 7, i0, i1);
+}
+// Group B's copies of tile j (global -> shared K/V stage): 128 threads, two KV rows each (r and r + 16).
+__device__ __forceinline__ void load_kv_tile_b(const vattn_args& a, uint16_t* s_kv,
+                                               const uint16_t* const (&s_src)[3][kKeysPerTile], int j, int i0, int i1) {
+  const int lt = threadIdx.x - 128;
+#pragma unroll
+  for (int h2 = 0; h2 < 2; ++h2) load_kv_row_chunks(a, s_kv, s_src, j, (lt >> 3) + 16 * h2, lt & 7, i0, i1);
+}
+
 // P.V of one tile (shared K/V stage x register P -> register O): O += P V over rows 16rb..,
 // columns 256hh.. (O already rescaled); nothing for a row block without rows (`active`).
 __device__ __forceinline__ void compute_pv(float (&o)[32][4], const uint32_t (&pa)[2][4], const uint16_t* kvt,
@@ -367,23 +394,11 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // kV2LazyRescale) and this lane's running sum over its keys.
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 
-    // Chunks [i0, i1) of this thread's nine in row `row` of tile j (8 threads per KV row, 16 B
-    // each): the prologue's copies (every thread, one row) and group B's (two rows a thread).
-    auto copy_row = [&](int j, int row, int ch0, int i0, int i1) {
-      uint16_t* dst = s_kv + (j % kStages) * kKeysPerTile * kSmemStride;
-      const uint16_t* src = s_src[j % 3][row];
-      const bool read = src != nullptr;
-      // Unread rows (zero fill) still name a mapped address: the start of the pool.
-      const uint16_t* from = (read ? src : a.kv_pool) + ch0 * 8;
-      copy_row_chunks(dst + row * kSmemStride + v2_chunk(row, ch0) * 8, from, read, i0, i1);  // chunk i: next line
-    };
-    auto issue_part = [&](int j, int i0, int i1) { copy_row(j, threadIdx.x >> 3, threadIdx.x & 7, i0, i1); };
-    static_assert(kPartialThreads == 8 * kKeysPerTile && kDqk == 576, "issue_part: 8 threads x 9 chunks per KV row");
     // Both stages are free: tiles 0 and 1 load together. Then, during tile it >= 1, tile it + 1
     // goes into the stage tile it - 1 has left.
-    if (ntiles > 0) issue_part(0, 0, 9);
+    if (ntiles > 0) load_kv_tile(a, s_kv, s_src, 0, 0, 9);
     cp_async_commit();
-    if (ntiles > 1) issue_part(1, 0, 9);
+    if (ntiles > 1) load_kv_tile(a, s_kv, s_src, 1, 0, 9);
     cp_async_commit();
 
     // Interval it, between two block barriers (it = 0 .. ntiles; the last one is B's last P.V):
@@ -399,13 +414,6 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // vsw8 / 8 ^ 2j; K chunk 4hh + mat of line q (k-steps 2q, 2q + 1) at position ksw.
     const int vsw8 = 8 * ((mat >> 1) ^ mrow), ksw = (4 * hh + mat) ^ mrow;
     uint32_t pa[2][4];  // P as the A operand of P.V: k-step kk = keys 16kk..
-    // Group B's copies: 128 threads, two KV rows each (r and r + 16).
-    auto issue_b = [&](int j, int i0, int i1) {
-      const int lt = threadIdx.x - 128;
-#pragma unroll
-      for (int h2 = 0; h2 < 2; ++h2) copy_row(j, (lt >> 3) + 16 * h2, lt & 7, i0, i1);
-    };
-
     // The tile loop's body in two instantiations: kPlain for the leading tiles wholly inside the
     // prefix and the split (no mask, no scan of V, no partial tile), the general one for the
     // rest (drafts, the split's last tile, B's last P.V). With one body for both, the rare code
@@ -473,12 +481,12 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
                 mma_bf16_16816(s[n], ql, bk[2], bk[3]);
               }
             }
-            if (2 * q == kV2CopyStep0 && load_next) issue_b(it + 1, 0, 3);
-            if (2 * q == kV2CopyStep1 && load_next) issue_b(it + 1, 3, 6);
-            if (2 * q == kV2CopyStep2 && load_next) issue_b(it + 1, 6, 9);
+            if (2 * q == kV2CopyStep0 && load_next) load_kv_tile_b(a, s_kv, s_src, it + 1, 0, 3);
+            if (2 * q == kV2CopyStep1 && load_next) load_kv_tile_b(a, s_kv, s_src, it + 1, 3, 6);
+            if (2 * q == kV2CopyStep2 && load_next) load_kv_tile_b(a, s_kv, s_src, it + 1, 6, 9);
           }
         } else if (load_next) {
-          issue_b(it + 1, 0, 9);
+          load_kv_tile_b(a, s_kv, s_src, it + 1, 0, 9);
         }
         cp_async_commit();
 
