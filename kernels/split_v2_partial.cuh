@@ -275,6 +275,161 @@ __device__ __forceinline__ void compute_pv_rare(float (&o)[32][4], const uint32_
   row_block_barrier(rb);  // both have read P before the slot takes a partial again
 }
 
+// What a tile step reads of the block and the item (shared tiles, the item's row sources and
+// keys) and the thread's place in the block (fragment coordinates), built once an item. The
+// static __shared__ variables stay declared in the __global__: their layout is the kernel's.
+struct V2TileCtx {
+  const vattn_args& a;
+  uint16_t* s_kv;                                   // [kStages][kKeysPerTile][kSmemStride]: K/V stages
+  float4* s_xf;                                     // [warp][n-tile][lane]: S partials
+  const uint4* s_qlast;                             // [k-step 15, 17][thread]: Q
+  const uint16_t* (&s_src)[3][kKeysPerTile];        // row sources, two tiles ahead
+  const uint32_t (&s_vis)[3][kRowsPerTile];         // the first two masked tiles' visibility words
+  const int& s_visend;                              // masked tiles below it have their words in s_vis
+  const int (&s_rowdraft)[kRowsPerTile];            // each tile row's draft, -1 past the request's
+  const RequestPlan& s_r;
+  const TileDrafts& s_td;
+  const int& s_qo_base;
+  const int& s_kv_base;
+  int kbeg, kend, ntiles;                           // the item's keys [kbeg, kend) in ntiles tiles
+  int warp, lane, rb, hh, g, t4, mat, mrow, vsw8, ksw;
+  float scale2;                                     // logits to log2 units
+  bool grp_b, active;                               // group B (warps 4-7); the row block has rows
+};
+
+// S partial (shared K stage x register Q -> register S): rows 16rb.. x the tile's 32 keys over
+// the warp's half of d_qk. With load_next, group B issues tile it + 1's copies between its
+// k-steps (kV2CopyStep*), or all at once in a row block without rows, which skips the mma.
+__device__ __forceinline__ void compute_qk_partial(const V2TileCtx& c, const uint32_t (&qf)[kV2KSteps - 2][4],
+                                                   const uint16_t* kv, bool load_next, int it, float (&s)[4][4]) {
+#pragma unroll
+  for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+  if (c.active) {
+    // Line q of each K row holds this warp's k-steps 2q and 2q + 1 (four chunks): one
+    // ldmatrix per 8 keys reads both, at one swizzled offset per thread (ksw).
+#pragma unroll
+    for (int q = 0; q < kV2KSteps / 2; ++q) {
+#pragma unroll
+      for (int n = 0; n < 4; ++n) {
+        uint32_t bk[4];  // k-step 2q: bk[0..1]; 2q + 1: bk[2..3]
+        ldmatrix_x4(bk, kv + (8 * n + c.mrow) * kSmemStride + 64 * q + 8 * c.ksw);
+        if (v2_qslot(2 * q + 1) >= 0) {
+          mma_bf16_16816(s[n], qf[v2_qslot(2 * q)], bk[0], bk[1]);
+          mma_bf16_16816(s[n], qf[v2_qslot(2 * q + 1)], bk[2], bk[3]);
+        } else {  // the line's second k-step from shared memory: 4 registers at a time, as before
+          const uint4 f = c.s_qlast[(2 * q + 1 == kV2KSteps - 1) * kPartialThreads + threadIdx.x];
+          const uint32_t ql[4] = {f.x, f.y, f.z, f.w};
+          mma_bf16_16816(s[n], qf[v2_qslot(2 * q)], bk[0], bk[1]);
+          mma_bf16_16816(s[n], ql, bk[2], bk[3]);
+        }
+      }
+      if (2 * q == kV2CopyStep0 && load_next) load_kv_tile_b(c.a, c.s_kv, c.s_src, it + 1, 0, 3);
+      if (2 * q == kV2CopyStep1 && load_next) load_kv_tile_b(c.a, c.s_kv, c.s_src, it + 1, 3, 6);
+      if (2 * q == kV2CopyStep2 && load_next) load_kv_tile_b(c.a, c.s_kv, c.s_src, it + 1, 6, 9);
+    }
+  } else if (load_next) {
+    load_kv_tile_b(c.a, c.s_kv, c.s_src, it + 1, 0, 9);
+  }
+}
+
+// The two warps of a row block swap their S partials through the exchange (register -> shared
+// tile -> register, a 64-thread barrier) and both add them: a + b == b + a in IEEE arithmetic,
+// so both warps get bitwise the same scores.
+__device__ __forceinline__ void exchange_s_partials(const V2TileCtx& c, float (&s)[4][4]) {
+  {
+    float4* mine = c.s_xf + c.warp * 4 * 32 + c.lane;
+#pragma unroll
+    for (int n = 0; n < 4; ++n) mine[n * 32] = make_float4(s[n][0], s[n][1], s[n][2], s[n][3]);
+  }
+  row_block_barrier(c.rb);
+  {
+    const float4* other = c.s_xf + (c.warp ^ 1) * 4 * 32 + c.lane;
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+      const float4 x = other[n * 32];
+      s[n][0] += x.x;
+      s[n][1] += x.y;
+      s[n][2] += x.z;
+      s[n][3] += x.w;
+    }
+  }
+}
+
+// The mask on the tile's scores (registers): element (n, e) is row g + 8(e >> 1), key
+// tile_k0 + 8n + 2t4 + (e & 1); a key the row does not see gets -inf. The first two masked
+// tiles: each row's visibility word (s_vis), the element its bit 8n + 2t4 + (e & 1). Later ones
+// (drafts or the split's end in the tile): a mask load an element. Plain tiles: nothing.
+template <bool kPlain>
+__device__ __forceinline__ void mask_s(const V2TileCtx& c, float (&s)[4][4], int it, int tile_k0, int prefix,
+                                       bool has_drafts) {
+  if (!kPlain && it < c.s_visend) {
+    const uint32_t vv[2] = {c.s_vis[it % 3][16 * c.rb + c.g], c.s_vis[it % 3][16 * c.rb + c.g + 8]};
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[n][e] = (vv[e >> 1] >> (8 * n + 2 * c.t4 + (e & 1))) & 1u ? s[n][e] : -INFINITY;
+  } else if (!kPlain && (has_drafts || tile_k0 + kKeysPerTile > c.kend)) {
+    const int draft[2] = {c.s_rowdraft[16 * c.rb + c.g], c.s_rowdraft[16 * c.rb + c.g + 8]};
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int k = tile_k0 + 8 * n + 2 * c.t4 + (e & 1);
+        const int d = draft[e >> 1];
+        bool vis = d >= 0 && k < c.kend;
+        if (vis && k >= prefix) vis = mask_bit(c.a, c.s_td.mask_base, c.s_td.words_per_row, d, k - prefix);
+        s[n][e] = vis ? s[n][e] : -INFINITY;
+      }
+  }
+}
+
+// Online softmax of the tile's masked scores (registers): each row's reference max m_run (lazy:
+// kV2LazyRescale), its running sum l_run, O's correction factor corr and P, as bf16 in the
+// A-operand layout of P.V (pa). The scores stay unscaled: the scale (> 0, run() refuses any
+// other) goes into the row max and into each exponent's FFMA, 16 multiplies a tile fewer (0.4%
+// faster).
+__device__ __forceinline__ void update_softmax(float scale2, const float (&s)[4][4], float (&m_run)[2], float (&l_run)[2],
+                                               uint32_t (&pa)[2][4], float (&corr)[2]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float mx = fmaxf(fmaxf(fmaxf(s[0][2 * i], s[0][2 * i + 1]), fmaxf(s[1][2 * i], s[1][2 * i + 1])),
+                     fmaxf(fmaxf(s[2][2 * i], s[2][2 * i + 1]), fmaxf(s[3][2 * i], s[3][2 * i + 1])));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    mx *= scale2;  // the max of the scaled scores: scale2 > 0
+    const float m_new = mx > m_run[i] + kV2LazyRescale ? mx : m_run[i];  // NaN mx: keeps m_run, as fmaxf did
+    const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: avoid -inf - -inf
+    corr[i] = ex2_ftz(m_run[i] - m_use);
+    m_run[i] = m_new;
+    float pe[4][2];
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+      pe[n][0] = ex2_ftz(fmaf(s[n][2 * i], scale2, -m_use));
+      pe[n][1] = ex2_ftz(fmaf(s[n][2 * i + 1], scale2, -m_use));
+    }
+    l_run[i] = l_run[i] * corr[i] + (((pe[0][0] + pe[0][1]) + (pe[1][0] + pe[1][1])) +
+                                     ((pe[2][0] + pe[2][1]) + (pe[3][0] + pe[3][1])));
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+      pa[kk][i] = pack_bf16x2(pe[2 * kk][0], pe[2 * kk][1]);
+      pa[kk][2 + i] = pack_bf16x2(pe[2 * kk + 1][0], pe[2 * kk + 1][1]);
+    }
+  }
+}
+
+// O *= corr (registers), rows g and g + 8; skipped when no row of the warp moved its max.
+__device__ __forceinline__ void rescale_o(float (&o)[32][4], const float (&corr)[2]) {
+  if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
+#pragma unroll
+    for (int n = 0; n < 32; ++n) {
+      o[n][0] *= corr[0];
+      o[n][1] *= corr[0];
+      o[n][2] *= corr[1];
+      o[n][3] *= corr[1];
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
   tl_partial(0);  // timing probe builds only (timeline.cuh)
   pdl_wait();  // the planner has completed: its plan and header are visible
@@ -414,6 +569,9 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // vsw8 / 8 ^ 2j; K chunk 4hh + mat of line q (k-steps 2q, 2q + 1) at position ksw.
     const int vsw8 = 8 * ((mat >> 1) ^ mrow), ksw = (4 * hh + mat) ^ mrow;
     uint32_t pa[2][4];  // P as the A operand of P.V: k-step kk = keys 16kk..
+    const V2TileCtx c{a,      s_kv,   s_xf,  s_qlast, s_src, s_vis, s_visend, s_rowdraft, s_r,  s_td, s_qo_base,
+                      s_kv_base, kbeg, kend, ntiles,  warp,  lane,  rb,       hh,         g,    t4,   mat,
+                      mrow,   vsw8,   ksw,   scale2,  grp_b, active};
     // The tile loop's body in two instantiations: kPlain for the leading tiles wholly inside the
     // prefix and the split (no mask, no scan of V, no partial tile), the general one for the
     // rest (drafts, the split's last tile, B's last P.V). With one body for both, the rare code
@@ -458,118 +616,15 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       if (load_next) named_barrier_sync<kBarGroupB, 128>();
 
       if (tile) {
-        // ---- phase 1: S partial of rows 16rb.. x 32 keys over the warp's half of d_qk ----
         float s[4][4];  // n-tile n: keys 8n.. of the tile
-#pragma unroll
-        for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-        if (active) {
-          // Line q of each K row holds this warp's k-steps 2q and 2q + 1 (four chunks): one
-          // ldmatrix per 8 keys reads both, at one swizzled offset per thread (ksw).
-#pragma unroll
-          for (int q = 0; q < kV2KSteps / 2; ++q) {
-#pragma unroll
-            for (int n = 0; n < 4; ++n) {
-              uint32_t bk[4];  // k-step 2q: bk[0..1]; 2q + 1: bk[2..3]
-              ldmatrix_x4(bk, kv + (8 * n + mrow) * kSmemStride + 64 * q + 8 * ksw);
-              if (v2_qslot(2 * q + 1) >= 0) {
-                mma_bf16_16816(s[n], qf[v2_qslot(2 * q)], bk[0], bk[1]);
-                mma_bf16_16816(s[n], qf[v2_qslot(2 * q + 1)], bk[2], bk[3]);
-              } else {  // the line's second k-step from shared memory: 4 registers at a time, as before
-                const uint4 f = s_qlast[(2 * q + 1 == kV2KSteps - 1) * kPartialThreads + threadIdx.x];
-                const uint32_t ql[4] = {f.x, f.y, f.z, f.w};
-                mma_bf16_16816(s[n], qf[v2_qslot(2 * q)], bk[0], bk[1]);
-                mma_bf16_16816(s[n], ql, bk[2], bk[3]);
-              }
-            }
-            if (2 * q == kV2CopyStep0 && load_next) load_kv_tile_b(a, s_kv, s_src, it + 1, 0, 3);
-            if (2 * q == kV2CopyStep1 && load_next) load_kv_tile_b(a, s_kv, s_src, it + 1, 3, 6);
-            if (2 * q == kV2CopyStep2 && load_next) load_kv_tile_b(a, s_kv, s_src, it + 1, 6, 9);
-          }
-        } else if (load_next) {
-          load_kv_tile_b(a, s_kv, s_src, it + 1, 0, 9);
-        }
+        compute_qk_partial(c, qf, kv, load_next, it, s);
         cp_async_commit();
 
-        // ---- phase 2: swap the partials within the row block; both warps add them ----
-        {
-          float4* mine = s_xf + warp * 4 * 32 + lane;
-#pragma unroll
-          for (int n = 0; n < 4; ++n) mine[n * 32] = make_float4(s[n][0], s[n][1], s[n][2], s[n][3]);
-        }
-        row_block_barrier(rb);
-        {
-          // a + b == b + a in IEEE arithmetic: both warps get bitwise the same scores.
-          const float4* other = s_xf + (warp ^ 1) * 4 * 32 + lane;
-#pragma unroll
-          for (int n = 0; n < 4; ++n) {
-            const float4 x = other[n * 32];
-            s[n][0] += x.x;
-            s[n][1] += x.y;
-            s[n][2] += x.z;
-            s[n][3] += x.w;
-          }
-        }
-
-        // ---- phase 3: mask, online softmax; element (n, e): row g + 8(e >> 1), key 8n + 2t4 + (e & 1) ----
-        // The scores stay unscaled: the scale (> 0, run() refuses any other) goes into the row
-        // max and into each exponent's FFMA, 16 multiplies a tile fewer (0.4% faster).
-        // The first two masked tiles: each row's visibility word (s_vis), element (n, e) its bit
-        // 8n + 2t4 + (e & 1). Later ones: a mask load an element.
-        if (!kPlain && it < s_visend) {
-          const uint32_t vv[2] = {s_vis[it % 3][16 * rb + g], s_vis[it % 3][16 * rb + g + 8]};
-#pragma unroll
-          for (int n = 0; n < 4; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s[n][e] = (vv[e >> 1] >> (8 * n + 2 * t4 + (e & 1))) & 1u ? s[n][e] : -INFINITY;
-        } else if (!kPlain && (has_drafts || tile_k0 + kKeysPerTile > kend)) {
-          const int draft[2] = {s_rowdraft[16 * rb + g], s_rowdraft[16 * rb + g + 8]};
-#pragma unroll
-          for (int n = 0; n < 4; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int k = tile_k0 + 8 * n + 2 * t4 + (e & 1);
-              const int d = draft[e >> 1];
-              bool vis = d >= 0 && k < kend;
-              if (vis && k >= prefix) vis = mask_bit(a, s_td.mask_base, s_td.words_per_row, d, k - prefix);
-              s[n][e] = vis ? s[n][e] : -INFINITY;
-            }
-        }
+        exchange_s_partials(c, s);
+        mask_s<kPlain>(c, s, it, tile_k0, prefix, has_drafts);
         float corr[2];
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          float mx = fmaxf(fmaxf(fmaxf(s[0][2 * i], s[0][2 * i + 1]), fmaxf(s[1][2 * i], s[1][2 * i + 1])),
-                           fmaxf(fmaxf(s[2][2 * i], s[2][2 * i + 1]), fmaxf(s[3][2 * i], s[3][2 * i + 1])));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          mx *= scale2;  // the max of the scaled scores: scale2 > 0
-          const float m_new = mx > m_run[i] + kV2LazyRescale ? mx : m_run[i];  // NaN mx: keeps m_run, as fmaxf did
-          const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: avoid -inf - -inf
-          corr[i] = ex2_ftz(m_run[i] - m_use);
-          m_run[i] = m_new;
-          float pe[4][2];
-#pragma unroll
-          for (int n = 0; n < 4; ++n) {
-            pe[n][0] = ex2_ftz(fmaf(s[n][2 * i], scale2, -m_use));
-            pe[n][1] = ex2_ftz(fmaf(s[n][2 * i + 1], scale2, -m_use));
-          }
-          l_run[i] = l_run[i] * corr[i] + (((pe[0][0] + pe[0][1]) + (pe[1][0] + pe[1][1])) +
-                                           ((pe[2][0] + pe[2][1]) + (pe[3][0] + pe[3][1])));
-#pragma unroll
-          for (int kk = 0; kk < 2; ++kk) {
-            pa[kk][i] = pack_bf16x2(pe[2 * kk][0], pe[2 * kk][1]);
-            pa[kk][2 + i] = pack_bf16x2(pe[2 * kk + 1][0], pe[2 * kk + 1][1]);
-          }
-        }
-        // O is rescaled now, before the P.V that uses this P (B runs it next interval).
-        if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
-#pragma unroll
-          for (int n = 0; n < 32; ++n) {
-            o[n][0] *= corr[0];
-            o[n][1] *= corr[0];
-            o[n][2] *= corr[1];
-            o[n][3] *= corr[1];
-          }
-        }
+        update_softmax(scale2, s, m_run, l_run, pa, corr);
+        rescale_o(o, corr);  // before the P.V that uses this P (B runs it next interval)
         // A: this tile's P.V. B defers it to the next interval, except on the rare path.
         if (vnf)
           compute_pv_rare(o, pa, kv, s_xf, rb, hh, g, t4);
