@@ -430,6 +430,82 @@ __device__ __forceinline__ void rescale_o(float (&o)[32][4], const float (&corr)
   }
 }
 
+// The thread's registers a tile step carries to the next (held for the whole item): Q's
+// fragments, O, the row statistics, P for group B's deferred P.V, and two flags.
+struct V2TileRegs {
+  uint32_t (&qf)[kV2KSteps - 2][4];  // Q k-step ks at qf[v2_qslot(ks)]
+  float (&o)[32][4];                 // O of rows 16rb + g (+ 8), columns 256hh..
+  float (&m_run)[2];                 // rows g, g + 8: reference max (log2 units)
+  float (&l_run)[2];                 // and this lane's running sum
+  uint32_t (&pa)[2][4];              // P as the A operand of P.V
+  bool& pend;                        // B: P.V of the previous tile still to do
+  bool& bad;                         // warp 0: a row source had a bad KV index
+};
+
+// The tile loop's body in two instantiations: kPlain for the leading tiles wholly inside the
+// prefix and the split (no mask, no scan of V, no partial tile), the general one for the
+// rest (drafts, the split's last tile, B's last P.V). With one body for both, the rare code
+// made ptxas schedule the common path worse: the plain loop is 3-7% faster at P >= 65536 on
+// the H200, and every tile's arithmetic is the same.
+template <bool kPlain>
+__device__ __forceinline__ void tile_step(const V2TileCtx& c, V2TileRegs& r, const int it) {
+  const bool tile = kPlain || it < c.ntiles;
+  const int next_k = c.kbeg + (it + 2) * kKeysPerTile + c.lane;
+  // Loaded now, used after this tile's math: the index fetch never stalls the block.
+  const int32_t next_slot = (c.warp == 0 && it + 2 < c.ntiles) ? prefetch_slot(c.a, c.s_r, c.s_kv_base, next_k, c.kend) : -1;
+  // Groups: tiles 0 and 1 (every thread), then B's one per interval (tile it + 1 in interval it).
+  if (it == 0)
+    cp_async_wait<1>();
+  else
+    cp_async_wait<0>();
+  __syncthreads();  // tile `it` is in; A is past P.V(it - 1), B past S(it - 1)
+  const uint16_t* kv = c.s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
+  const uint16_t* kv_prev = c.s_kv + ((it + 1) % kStages) * kKeysPerTile * kSmemStride;
+  const int tile_k0 = c.kbeg + it * kKeysPerTile;
+  const int prefix = c.s_r.prefix;
+  const bool has_drafts = !kPlain && tile && tile_k0 + kKeysPerTile > prefix;
+  // V may hold NaN/Inf only in draft rows some row of the tile sees (prefix rows are
+  // visible to every row; keys past the split and drafts no row sees are zero-filled).
+  // A draft seen by row i but masked for row i' must not reach i' as 0 * NaN in P.V.
+  bool vnf = false;
+  if (kGuardNonfiniteV && has_drafts) {
+    // Chunks 0-63 of a row are V's (the swizzle keeps chunks within their 128 B line).
+    for (int x16 = threadIdx.x; x16 < kKeysPerTile * (kDv / 8); x16 += kPartialThreads) {
+      const int row = x16 / (kDv / 8), ch = x16 % (kDv / 8);
+      const uint4 v = *reinterpret_cast<const uint4*>(kv + row * kSmemStride + ch * 8);
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int x = 0; x < 4; ++x)
+        vnf |= ((w[x] & 0x7f80u) == 0x7f80u) || ((w[x] & 0x7f800000u) == 0x7f800000u);
+    }
+    vnf = __syncthreads_or(vnf);
+  }
+  if (r.pend) compute_pv(r.o, r.pa, kv_prev, c.active, c.hh, c.mat, c.mrow, c.vsw8);  // B: the previous tile's P.V
+  const bool load_next = c.grp_b && it >= 1 && it + 1 < c.ntiles;
+  // Every B warp is past P.V(it - 1) before any of them copies over that stage.
+  if (load_next) named_barrier_sync<kBarGroupB, 128>();
+
+  if (tile) {
+    float s[4][4];  // n-tile n: keys 8n.. of the tile
+    compute_qk_partial(c, r.qf, kv, load_next, it, s);
+    cp_async_commit();
+
+    exchange_s_partials(c, s);
+    mask_s<kPlain>(c, s, it, tile_k0, prefix, has_drafts);
+    float corr[2];
+    update_softmax(c.scale2, s, r.m_run, r.l_run, r.pa, corr);
+    rescale_o(r.o, corr);  // before the P.V that uses this P (B runs it next interval)
+    // A: this tile's P.V. B defers it to the next interval, except on the rare path.
+    if (vnf)
+      compute_pv_rare(r.o, r.pa, kv, c.s_xf, c.rb, c.hh, c.g, c.t4);
+    else if (!c.grp_b)
+      compute_pv(r.o, r.pa, kv, c.active, c.hh, c.mat, c.mrow, c.vsw8);
+  }
+  r.pend = c.grp_b && tile && !vnf;
+  if (c.warp == 0 && it + 2 < c.ntiles)
+    c.s_src[(it + 2) % 3][c.lane] = resolve_key(c.a, c.s_r, c.s_qo_base, next_k, c.kend, next_slot, c.s_td, r.bad);
+}
+
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
   tl_partial(0);  // timing probe builds only (timeline.cuh)
   pdl_wait();  // the planner has completed: its plan and header are visible
@@ -572,69 +648,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     const V2TileCtx c{a,      s_kv,   s_xf,  s_qlast, s_src, s_vis, s_visend, s_rowdraft, s_r,  s_td, s_qo_base,
                       s_kv_base, kbeg, kend, ntiles,  warp,  lane,  rb,       hh,         g,    t4,   mat,
                       mrow,   vsw8,   ksw,   scale2,  grp_b, active};
-    // The tile loop's body in two instantiations: kPlain for the leading tiles wholly inside the
-    // prefix and the split (no mask, no scan of V, no partial tile), the general one for the
-    // rest (drafts, the split's last tile, B's last P.V). With one body for both, the rare code
-    // made ptxas schedule the common path worse: the plain loop is 3-7% faster at P >= 65536 on
-    // the H200, and every tile's arithmetic is the same.
-    auto step = [&](const int it, auto plain_tag) {
-      constexpr bool kPlain = decltype(plain_tag)::value;
-      const bool tile = kPlain || it < ntiles;
-      const int next_k = kbeg + (it + 2) * kKeysPerTile + lane;
-      // Loaded now, used after this tile's math: the index fetch never stalls the block.
-      const int32_t next_slot = (warp == 0 && it + 2 < ntiles) ? prefetch_slot(a, s_r, s_kv_base, next_k, kend) : -1;
-      // Groups: tiles 0 and 1 (every thread), then B's one per interval (tile it + 1 in interval it).
-      if (it == 0)
-        cp_async_wait<1>();
-      else
-        cp_async_wait<0>();
-      __syncthreads();  // tile `it` is in; A is past P.V(it - 1), B past S(it - 1)
-      const uint16_t* kv = s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
-      const uint16_t* kv_prev = s_kv + ((it + 1) % kStages) * kKeysPerTile * kSmemStride;
-      const int tile_k0 = kbeg + it * kKeysPerTile;
-      const int prefix = s_r.prefix;
-      const bool has_drafts = !kPlain && tile && tile_k0 + kKeysPerTile > prefix;
-      // V may hold NaN/Inf only in draft rows some row of the tile sees (prefix rows are
-      // visible to every row; keys past the split and drafts no row sees are zero-filled).
-      // A draft seen by row i but masked for row i' must not reach i' as 0 * NaN in P.V.
-      bool vnf = false;
-      if (kGuardNonfiniteV && has_drafts) {
-        // Chunks 0-63 of a row are V's (the swizzle keeps chunks within their 128 B line).
-        for (int c = threadIdx.x; c < kKeysPerTile * (kDv / 8); c += kPartialThreads) {
-          const int row = c / (kDv / 8), ch = c % (kDv / 8);
-          const uint4 v = *reinterpret_cast<const uint4*>(kv + row * kSmemStride + ch * 8);
-          const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-          for (int x = 0; x < 4; ++x)
-            vnf |= ((w[x] & 0x7f80u) == 0x7f80u) || ((w[x] & 0x7f800000u) == 0x7f800000u);
-        }
-        vnf = __syncthreads_or(vnf);
-      }
-      if (pend) compute_pv(o, pa, kv_prev, active, hh, mat, mrow, vsw8);  // B: the previous tile's P.V
-      const bool load_next = grp_b && it >= 1 && it + 1 < ntiles;
-      // Every B warp is past P.V(it - 1) before any of them copies over that stage.
-      if (load_next) named_barrier_sync<kBarGroupB, 128>();
-
-      if (tile) {
-        float s[4][4];  // n-tile n: keys 8n.. of the tile
-        compute_qk_partial(c, qf, kv, load_next, it, s);
-        cp_async_commit();
-
-        exchange_s_partials(c, s);
-        mask_s<kPlain>(c, s, it, tile_k0, prefix, has_drafts);
-        float corr[2];
-        update_softmax(scale2, s, m_run, l_run, pa, corr);
-        rescale_o(o, corr);  // before the P.V that uses this P (B runs it next interval)
-        // A: this tile's P.V. B defers it to the next interval, except on the rare path.
-        if (vnf)
-          compute_pv_rare(o, pa, kv, s_xf, rb, hh, g, t4);
-        else if (!grp_b)
-          compute_pv(o, pa, kv, active, hh, mat, mrow, vsw8);
-      }
-      pend = grp_b && tile && !vnf;
-      if (warp == 0 && it + 2 < ntiles)
-        s_src[(it + 2) % 3][lane] = resolve_key(a, s_r, s_qo_base, next_k, kend, next_slot, s_td, bad);
-    };
+    V2TileRegs regs{qf, o, m_run, l_run, pa, pend, bad};
 #ifdef VATTN_TIMELINE
     // The probe's "tile 0 in" stamp, after the same wait and barrier as the first step's (which
     // then pass at once): taken inside the step, it made ptxas spill on sm_90a.
@@ -646,8 +660,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
 #endif
     {
       int it = 0;
-      for (; it < n_plain; ++it) step(it, std::true_type{});
-      for (; it <= ntiles; ++it) step(it, std::false_type{});
+      for (; it < n_plain; ++it) tile_step<true>(c, regs, it);
+      for (; it <= ntiles; ++it) tile_step<false>(c, regs, it);
     }
 
     tl_item(item, 3);
