@@ -506,6 +506,58 @@ __device__ __forceinline__ void tile_step(const V2TileCtx& c, V2TileRegs& r, con
     c.s_src[(it + 2) % 3][c.lane] = resolve_key(c.a, c.s_r, c.s_qo_base, next_k, c.kend, next_slot, c.s_td, r.bad);
 }
 
+// What a split's partial holds for two of O's elements (registers): O / l, in fp32.
+__device__ __forceinline__ float2 partial_value(float x, float y, float f) { return make_float2(x * f, y * f); }
+
+// A split item's result (registers -> global fp32 workspace): O / l of the tile's first
+// live_rows rows (the request's) into partial slot `slot`, and their LSE. Group A, during B's
+// last P.V: straight from the fragments. Group B, after it: its 32 rows through the K/V stages
+// (shared tile), then whole rows out. A poisoned item (bad KV index) writes NaN.
+__device__ __forceinline__ void write_o_partial(const SplitParams& p, uint16_t* s_kv, const float (&o)[32][4],
+                                                const float (&inv)[2], const float (&lse_nat)[2], bool poisoned,
+                                                int64_t slot, int live_rows, bool grp_b, int rb, int hh, int g,
+                                                int t4) {
+  float* dst0 = p.partial_out + slot * kRowsPerTile * kDv;
+  if (!grp_b) {
+    // A: each row's four lanes write 32 B.
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int tr = 16 * rb + g + 8 * i;
+      if (tr >= live_rows) continue;
+      const float f = poisoned ? NAN : inv[i];
+      float* row = dst0 + tr * kDv + hh * 256 + 2 * t4;
+#pragma unroll
+      for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
+    }
+  } else if (live_rows > 32) {
+    // B: its 32 rows x 512 through the K/V stages (free: no copy is in flight, and A reads no
+    // stage), then whole rows out in 16-byte stores by B's 128 threads. Not when the request has
+    // none of them (decode, T = 1: 8 rows of 64): staging rows nobody reads made B=1 decode calls
+    // 3-5% slower.
+    constexpr int kOStride = kDv + 8;  // floats a staged row: the fragment stores are conflict-free
+    static_assert(sizeof(float) * 32 * kOStride <= kSmemKv, "B's staged rows fit the K/V stages");
+    float* s_o = reinterpret_cast<float*>(s_kv);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float f = poisoned ? NAN : inv[i];
+      float* row = s_o + (16 * (rb - 2) + g + 8 * i) * kOStride + hh * 256 + 2 * t4;
+#pragma unroll
+      for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
+    }
+    named_barrier_sync<kBarGroupB, 128>();
+    static_assert(kDv / 4 == 128, "B's 128 threads: one float4 column of its rows each");
+    const int c4 = threadIdx.x - 128;
+    const int b_rows = live_rows - 32;  // rows 32.. of the tile, >= 1
+#pragma unroll 4
+    for (int row = 0; row < b_rows; ++row)
+      *reinterpret_cast<float4*>(dst0 + (32 + row) * kDv + 4 * c4) = *reinterpret_cast<const float4*>(s_o + row * kOStride + 4 * c4);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+    if (hh == 0 && t4 == 0 && 16 * rb + g + 8 * i < live_rows)
+      p.partial_lse[slot * kRowsPerTile + 16 * rb + g + 8 * i] = poisoned ? NAN : lse_nat[i];
+}
+
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
   tl_partial(0);  // timing probe builds only (timeline.cuh)
   pdl_wait();  // the planner has completed: its plan and header are visible
@@ -695,51 +747,10 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     if (direct) {
       write_o_direct(a, o, inv, lse_nat, poisoned, row0_end, rt_end * kRowsPerTile, rows_end, rb, hh, g, t4);
     } else {
-      float* dst0 = p.partial_out + slot * kRowsPerTile * kDv;
       // Only the rows the request has go out: the reduce reads no other. A decode item (T = 1,
       // H = 8) has 8 of its 64 rows, and writing all 64 would move eight times the bytes.
       const int live_rows = min(kRowsPerTile, rows_end - rt_end * kRowsPerTile);
-      auto partial_value = [&](float x, float y, float f) {
-        return make_float2(x * f, y * f);
-      };
-      if (!grp_b) {
-        // A, during B's last P.V: straight from the fragments (each row's four lanes write 32 B).
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int tr = 16 * rb + g + 8 * i;
-          if (tr >= live_rows) continue;
-          const float f = poisoned ? NAN : inv[i];
-          float* row = dst0 + tr * kDv + hh * 256 + 2 * t4;
-#pragma unroll
-          for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
-        }
-      } else if (live_rows > 32) {
-        // B, after its last P.V: its 32 rows x 512 through the K/V stages (free: no copy is in
-        // flight, and A reads no stage), then whole rows out in 16-byte stores by B's 128 threads.
-        // Not when the request has none of them (decode, T = 1: 8 rows of 64): staging rows
-        // nobody reads made B=1 decode calls 3-5% slower.
-        constexpr int kOStride = kDv + 8;  // floats a staged row: the fragment stores are conflict-free
-        static_assert(sizeof(float) * 32 * kOStride <= kSmemKv, "B's staged rows fit the K/V stages");
-        float* s_o = reinterpret_cast<float*>(smem_raw);
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const float f = poisoned ? NAN : inv[i];
-          float* row = s_o + (16 * (rb - 2) + g + 8 * i) * kOStride + hh * 256 + 2 * t4;
-#pragma unroll
-          for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
-        }
-        named_barrier_sync<kBarGroupB, 128>();
-        static_assert(kDv / 4 == 128, "B's 128 threads: one float4 column of its rows each");
-        const int c4 = threadIdx.x - 128;
-        const int b_rows = live_rows - 32;  // rows 32.. of the tile, >= 1
-#pragma unroll 4
-        for (int row = 0; row < b_rows; ++row)
-          *reinterpret_cast<float4*>(dst0 + (32 + row) * kDv + 4 * c4) = *reinterpret_cast<const float4*>(s_o + row * kOStride + 4 * c4);
-      }
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-        if (hh == 0 && t4 == 0 && 16 * rb + g + 8 * i < live_rows)
-          p.partial_lse[slot * kRowsPerTile + 16 * rb + g + 8 * i] = poisoned ? NAN : lse_nat[i];
+      write_o_partial(p, s_kv, o, inv, lse_nat, poisoned, slot, live_rows, grp_b, rb, hh, g, t4);
     }
     __syncthreads();  // the next item reuses s_src, s_bad, s_rowdraft and the item's values
     tl_item(item, 4);
