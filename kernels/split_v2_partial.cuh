@@ -119,6 +119,35 @@ __device__ __forceinline__ uint32_t v2_tile_rows_visibility(const vattn_args& a,
   return __reduce_or_sync(0xffffffffu, seen);
 }
 
+// Warp 0, in flight with Q (global -> shared): the row sources of tiles 0 and 1 (s_src) and the
+// visibility words of the item's first two masked tiles (s_vis, s_visend). When tiles 0 and 1
+// are among those, which drafts to load follows from the words too, in one round trip instead
+// of one a draft row (0.7 us a T=64 draft tile). Both tiles' index loads are in flight before
+// either is resolved.
+__device__ __forceinline__ void resolve_first_tiles(const vattn_args& a, const RequestPlan& r, const TileDrafts& td,
+                                                    int qo_base, int kv_base, int kbeg, int kend, int ntiles,
+                                                    int n_plain, int rt, int rows_b, int H, int lane,
+                                                    const uint16_t* (&s_src)[3][kKeysPerTile],
+                                                    uint32_t (&s_vis)[3][kRowsPerTile], int& s_visend, bool& bad) {
+  const int k0 = kbeg + lane, k1 = k0 + kKeysPerTile;
+  const int32_t slot0 = prefetch_slot(a, r, kv_base, k0, kend), slot1 = prefetch_slot(a, r, kv_base, k1, kend);
+  uint32_t seen0 = ~0u, seen1 = ~0u;
+  if (lane == 0) s_visend = n_plain + 2;
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    const int t = n_plain + u;
+    if (t >= ntiles) break;
+    const uint32_t seen = v2_tile_rows_visibility(
+        a, td, kbeg + t * kKeysPerTile, kend, r.prefix, lane, [&](int row) { return v2_row_draft(rt, row, rows_b, H); },
+        s_vis[t % 3]);
+    if (t == 0) seen0 = seen;
+    if (t == 1) seen1 = seen;
+  }
+  s_src[0][lane] = resolve_key_by(a, r, qo_base, k0, kend, slot0, bad, [&](int) { return ((seen0 >> lane) & 1u) != 0; });
+  if (ntiles > 1)
+    s_src[1][lane] = resolve_key_by(a, r, qo_base, k1, kend, slot1, bad, [&](int) { return ((seen1 >> lane) & 1u) != 0; });
+}
+
 // Q of the item's 64 rows into the K/V stages (global -> shared tile), as whole rows in 16-byte
 // copies, four threads a row, each every fourth chunk of it (18 of the 72); rows past the
 // request's (row `tile_row0 + row` >= rows_b) are zeros. One commit group.
@@ -642,28 +671,9 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // Tiles [0, n_plain) run the plain step: wholly inside the prefix and the split, no mask.
     const int plain_end = min(r.prefix, kend) - kbeg;
     const int n_plain = plain_end > 0 ? min(ntiles, plain_end / kKeysPerTile) : 0;
-    if (warp == 0) {  // both tiles' index loads in flight before either is resolved
-      const int k0 = kbeg + lane, k1 = k0 + kKeysPerTile;
-      const int32_t slot0 = prefetch_slot(a, r, kv_base, k0, kend), slot1 = prefetch_slot(a, r, kv_base, k1, kend);
-      // The first two masked tiles' visibility, in flight with Q. When tiles 0 and 1 are among
-      // them, which drafts to load follows from it too, in one round trip instead of one a draft
-      // row (0.7 us a T=64 draft tile).
-      uint32_t seen0 = ~0u, seen1 = ~0u;
-      if (lane == 0) s_visend = n_plain + 2;
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const int t = n_plain + u;
-        if (t >= ntiles) break;
-        const uint32_t seen = v2_tile_rows_visibility(
-            a, td, kbeg + t * kKeysPerTile, kend, r.prefix, lane,
-            [&](int row) { return v2_row_draft(rt, row, rows_b, H); }, s_vis[t % 3]);
-        if (t == 0) seen0 = seen;
-        if (t == 1) seen1 = seen;
-      }
-      s_src[0][lane] = resolve_key_by(a, r, qo_base, k0, kend, slot0, bad, [&](int) { return ((seen0 >> lane) & 1u) != 0; });
-      if (ntiles > 1)
-        s_src[1][lane] = resolve_key_by(a, r, qo_base, k1, kend, slot1, bad, [&](int) { return ((seen1 >> lane) & 1u) != 0; });
-    }
+    if (warp == 0)
+      resolve_first_tiles(a, r, td, qo_base, kv_base, kbeg, kend, ntiles, n_plain, rt, rows_b, H, lane, s_src, s_vis,
+                          s_visend, bad);
     cp_async_wait<0>();
     __syncthreads();  // Q is in the stages; the row sources of tiles 0 and 1 are set
     uint32_t qf[kV2KSteps - 2][4];  // k-step ks at qf[v2_qslot(ks)]
@@ -697,9 +707,9 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // vsw8 / 8 ^ 2j; K chunk 4hh + mat of line q (k-steps 2q, 2q + 1) at position ksw.
     const int vsw8 = 8 * ((mat >> 1) ^ mrow), ksw = (4 * hh + mat) ^ mrow;
     uint32_t pa[2][4];  // P as the A operand of P.V: k-step kk = keys 16kk..
-    const V2TileCtx c{a,      s_kv,   s_xf,  s_qlast, s_src, s_vis, s_visend, s_rowdraft, s_r,  s_td, s_qo_base,
-                      s_kv_base, kbeg, kend, ntiles,  warp,  lane,  rb,       hh,         g,    t4,   mat,
-                      mrow,   vsw8,   ksw,   scale2,  grp_b, active};
+    const V2TileCtx c{a, s_kv, s_xf, s_qlast, s_src, s_vis, s_visend, s_rowdraft, s_r, s_td, s_qo_base, s_kv_base,
+                      kbeg, kend, ntiles,
+                      warp, lane, rb, hh, g, t4, mat, mrow, vsw8, ksw, scale2, grp_b, active};
     V2TileRegs regs{qf, o, m_run, l_run, pa, pend, bad};
 #ifdef VATTN_TIMELINE
     // The probe's "tile 0 in" stamp, after the same wait and barrier as the first step's (which
