@@ -744,7 +744,6 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         named_barrier_sync<kBarAToB, 256>();
       }
     }
-    // ---- finalize: each row's sum over its quad, 1/l and the LSE, in registers ----
     float inv[2], lse_nat[2];
     finalize_row_stats(m_run, l_run, inv, lse_nat);
     if (direct) __syncthreads();  // s_bad; B's last P.V is done
