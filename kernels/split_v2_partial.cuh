@@ -119,6 +119,35 @@ __device__ __forceinline__ uint32_t v2_tile_rows_visibility(const vattn_args& a,
   return __reduce_or_sync(0xffffffffu, seen);
 }
 
+// Warp 0, in flight with Q (global -> shared): the row sources of tiles 0 and 1 (s_src) and the
+// visibility words of the item's first two masked tiles (s_vis, s_visend). When tiles 0 and 1
+// are among those, which drafts to load follows from the words too, in one round trip instead
+// of one a draft row (0.7 us a T=64 draft tile). Both tiles' index loads are in flight before
+// either is resolved.
+__device__ __forceinline__ void resolve_first_tiles(const vattn_args& a, const RequestPlan& r, const TileDrafts& td,
+                                                    int qo_base, int kv_base, int kbeg, int kend, int ntiles,
+                                                    int n_plain, int rt, int rows_b, int H, int lane,
+                                                    const uint16_t* (&s_src)[3][kKeysPerTile],
+                                                    uint32_t (&s_vis)[3][kRowsPerTile], int& s_visend, bool& bad) {
+  const int k0 = kbeg + lane, k1 = k0 + kKeysPerTile;
+  const int32_t slot0 = prefetch_slot(a, r, kv_base, k0, kend), slot1 = prefetch_slot(a, r, kv_base, k1, kend);
+  uint32_t seen0 = ~0u, seen1 = ~0u;
+  if (lane == 0) s_visend = n_plain + 2;
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    const int t = n_plain + u;
+    if (t >= ntiles) break;
+    const uint32_t seen = v2_tile_rows_visibility(
+        a, td, kbeg + t * kKeysPerTile, kend, r.prefix, lane, [&](int row) { return v2_row_draft(rt, row, rows_b, H); },
+        s_vis[t % 3]);
+    if (t == 0) seen0 = seen;
+    if (t == 1) seen1 = seen;
+  }
+  s_src[0][lane] = resolve_key_by(a, r, qo_base, k0, kend, slot0, bad, [&](int) { return ((seen0 >> lane) & 1u) != 0; });
+  if (ntiles > 1)
+    s_src[1][lane] = resolve_key_by(a, r, qo_base, k1, kend, slot1, bad, [&](int) { return ((seen1 >> lane) & 1u) != 0; });
+}
+
 // Q of the item's 64 rows into the K/V stages (global -> shared tile), as whole rows in 16-byte
 // copies, four threads a row, each every fourth chunk of it (18 of the 72); rows past the
 // request's (row `tile_row0 + row` >= rows_b) are zeros. One commit group.
@@ -187,6 +216,375 @@ __device__ __forceinline__ void write_o_direct(const vattn_args& a, const float 
     for (int n = 0; n < 32; ++n) dst[n * 4] = pack_bf16x2(o[n][2 * i] * inv_i, o[n][2 * i + 1] * inv_i);
     if (hh == 0 && t4 == 0) a.lse[row0 + tr] = poisoned ? NAN : lse_nat[i];
   }
+}
+
+// Chunks [i0, i1) of this thread's nine in row `row` of tile j (global -> shared K/V stage
+// j % 2; 8 threads per KV row, 16 B each) from its row source s_src[j % 3][row]: the prologue's
+// copies (every thread, one row) and group B's (two rows a thread).
+__device__ __forceinline__ void load_kv_row_chunks(const vattn_args& a, uint16_t* s_kv,
+                                                   const uint16_t* const (&s_src)[3][kKeysPerTile], int j, int row,
+                                                   int ch0, int i0, int i1) {
+  uint16_t* dst = s_kv + (j % kStages) * kKeysPerTile * kSmemStride;
+  const uint16_t* src = s_src[j % 3][row];
+  const bool read = src != nullptr;
+  // Unread rows (zero fill) still name a mapped address: the start of the pool.
+  const uint16_t* from = (read ? src : a.kv_pool) + ch0 * 8;
+  copy_row_chunks(dst + row * kSmemStride + v2_chunk(row, ch0) * 8, from, read, i0, i1);  // chunk i: next line
+}
+// Every thread's copies of tile j (global -> shared K/V stage): one KV row each.
+__device__ __forceinline__ void load_kv_tile(const vattn_args& a, uint16_t* s_kv,
+                                             const uint16_t* const (&s_src)[3][kKeysPerTile], int j, int i0, int i1) {
+  static_assert(kPartialThreads == 8 * kKeysPerTile && kDqk == 576, "load_kv_tile: 8 threads x 9 chunks per KV row");
+  load_kv_row_chunks(a, s_kv, s_src, j, threadIdx.x >> 3, threadIdx.x & 7, i0, i1);
+}
+// Group B's copies of tile j (global -> shared K/V stage): 128 threads, two KV rows each (r and r + 16).
+__device__ __forceinline__ void load_kv_tile_b(const vattn_args& a, uint16_t* s_kv,
+                                               const uint16_t* const (&s_src)[3][kKeysPerTile], int j, int i0, int i1) {
+  const int lt = threadIdx.x - 128;
+#pragma unroll
+  for (int h2 = 0; h2 < 2; ++h2) load_kv_row_chunks(a, s_kv, s_src, j, (lt >> 3) + 16 * h2, lt & 7, i0, i1);
+}
+
+// P.V of one tile (shared K/V stage x register P -> register O): O += P V over rows 16rb..,
+// columns 256hh.. (O already rescaled); nothing for a row block without rows (`active`).
+__device__ __forceinline__ void compute_pv(float (&o)[32][4], const uint32_t (&pa)[2][4], const uint16_t* kvt,
+                                           bool active, int hh, int mat, int mrow, int vsw8) {
+  if (active) {
+    // Position j of every line first: one swizzled offset live at a time (four at once spilled).
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint16_t* vj = kvt + ((mat & 1) * 8 + mrow) * kSmemStride + 64 * 4 * hh + (vsw8 ^ (16 * j));
+#pragma unroll
+      for (int kk = 0; kk < 2; ++kk)
+#pragma unroll
+        for (int line = 0; line < 4; ++line) {
+          const int np = 4 * line + j;  // columns 256hh + 16np..
+          uint32_t bv[4];
+          ldmatrix_x4_trans(bv, vj + kk * 16 * kSmemStride + 64 * line);
+          mma_bf16_16816(o[2 * np], pa[kk], bv[0], bv[1]);
+          mma_bf16_16816(o[2 * np + 1], pa[kk], bv[2], bv[3]);
+        }
+    }
+  }
+}
+
+// The rare P.V, for a tile whose V holds NaN/Inf in a row some row of the tile sees: P in row
+// order through this row block's exchange slot (register -> shared tile), zero probabilities
+// skipped, so a masked non-finite V never counts. Both groups take it in the tile's own interval
+// (B does not defer).
+__device__ __forceinline__ void compute_pv_rare(float (&o)[32][4], const uint32_t (&pa)[2][4], const uint16_t* kvt,
+                                                float4* s_xf, int rb, int hh, int g, int t4) {
+  uint16_t* s_prb = reinterpret_cast<uint16_t*>(s_xf + (2 * rb) * 4 * 32);  // [16][kPStride]
+  row_block_barrier(rb);  // the partner has read this slot's partial
+  uint16_t* prow = s_prb + g * kPStride + 2 * t4;
+  if (hh == 0) {
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        *reinterpret_cast<uint32_t*>(prow + 8 * i * kPStride + 16 * kk) = pa[kk][i];
+        *reinterpret_cast<uint32_t*>(prow + 8 * i * kPStride + 16 * kk + 8) = pa[kk][2 + i];
+      }
+  }
+  row_block_barrier(rb);
+#pragma unroll
+  for (int i = 0; i < 2; ++i)  // one row at a time: fewer live values than both at once
+#pragma unroll 1
+    for (int k = 0; k < kKeysPerTile; ++k) {
+      const float p = bf16_lo(s_prb[(g + 8 * i) * kPStride + k]);
+      if (p == 0.f) continue;
+      const uint16_t* vrow = kvt + k * kSmemStride + 2 * t4;
+#pragma unroll
+      for (int n = 0; n < 32; ++n) {
+        const uint32_t vv = *reinterpret_cast<const uint32_t*>(vrow + 8 * v2_chunk(k, 32 * hh + n));
+        o[n][2 * i] += p * bf16_lo(vv);
+        o[n][2 * i + 1] += p * bf16_hi(vv);
+      }
+    }
+  row_block_barrier(rb);  // both have read P before the slot takes a partial again
+}
+
+// What a tile step reads of the block and the item (shared tiles, the item's row sources and
+// keys) and the thread's place in the block (fragment coordinates), built once an item. The
+// static __shared__ variables stay declared in the __global__: their layout is the kernel's.
+struct V2TileCtx {
+  const vattn_args& a;
+  uint16_t* s_kv;                                   // [kStages][kKeysPerTile][kSmemStride]: K/V stages
+  float4* s_xf;                                     // [warp][n-tile][lane]: S partials
+  const uint4* s_qlast;                             // [k-step 15, 17][thread]: Q
+  const uint16_t* (&s_src)[3][kKeysPerTile];        // row sources, two tiles ahead
+  const uint32_t (&s_vis)[3][kRowsPerTile];         // the first two masked tiles' visibility words
+  const int& s_visend;                              // masked tiles below it have their words in s_vis
+  const int (&s_rowdraft)[kRowsPerTile];            // each tile row's draft, -1 past the request's
+  const RequestPlan& s_r;
+  const TileDrafts& s_td;
+  const int& s_qo_base;
+  const int& s_kv_base;
+  int kbeg, kend, ntiles;                           // the item's keys [kbeg, kend) in ntiles tiles
+  int warp, lane, rb, hh, g, t4, mat, mrow, vsw8, ksw;
+  float scale2;                                     // logits to log2 units
+  bool grp_b, active;                               // group B (warps 4-7); the row block has rows
+};
+
+// S partial (shared K stage x register Q -> register S): rows 16rb.. x the tile's 32 keys over
+// the warp's half of d_qk. With load_next, group B issues tile it + 1's copies between its
+// k-steps (kV2CopyStep*), or all at once in a row block without rows, which skips the mma.
+__device__ __forceinline__ void compute_qk_partial(const V2TileCtx& c, const uint32_t (&qf)[kV2KSteps - 2][4],
+                                                   const uint16_t* kv, bool load_next, int it, float (&s)[4][4]) {
+#pragma unroll
+  for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+  if (c.active) {
+    // Line q of each K row holds this warp's k-steps 2q and 2q + 1 (four chunks): one
+    // ldmatrix per 8 keys reads both, at one swizzled offset per thread (ksw).
+#pragma unroll
+    for (int q = 0; q < kV2KSteps / 2; ++q) {
+#pragma unroll
+      for (int n = 0; n < 4; ++n) {
+        uint32_t bk[4];  // k-step 2q: bk[0..1]; 2q + 1: bk[2..3]
+        ldmatrix_x4(bk, kv + (8 * n + c.mrow) * kSmemStride + 64 * q + 8 * c.ksw);
+        if (v2_qslot(2 * q + 1) >= 0) {
+          mma_bf16_16816(s[n], qf[v2_qslot(2 * q)], bk[0], bk[1]);
+          mma_bf16_16816(s[n], qf[v2_qslot(2 * q + 1)], bk[2], bk[3]);
+        } else {  // the line's second k-step from shared memory: 4 registers at a time, as before
+          const uint4 f = c.s_qlast[(2 * q + 1 == kV2KSteps - 1) * kPartialThreads + threadIdx.x];
+          const uint32_t ql[4] = {f.x, f.y, f.z, f.w};
+          mma_bf16_16816(s[n], qf[v2_qslot(2 * q)], bk[0], bk[1]);
+          mma_bf16_16816(s[n], ql, bk[2], bk[3]);
+        }
+      }
+      if (2 * q == kV2CopyStep0 && load_next) load_kv_tile_b(c.a, c.s_kv, c.s_src, it + 1, 0, 3);
+      if (2 * q == kV2CopyStep1 && load_next) load_kv_tile_b(c.a, c.s_kv, c.s_src, it + 1, 3, 6);
+      if (2 * q == kV2CopyStep2 && load_next) load_kv_tile_b(c.a, c.s_kv, c.s_src, it + 1, 6, 9);
+    }
+  } else if (load_next) {
+    load_kv_tile_b(c.a, c.s_kv, c.s_src, it + 1, 0, 9);
+  }
+}
+
+// The two warps of a row block swap their S partials through the exchange (register -> shared
+// tile -> register, a 64-thread barrier) and both add them: a + b == b + a in IEEE arithmetic,
+// so both warps get bitwise the same scores.
+__device__ __forceinline__ void exchange_s_partials(const V2TileCtx& c, float (&s)[4][4]) {
+  {
+    float4* mine = c.s_xf + c.warp * 4 * 32 + c.lane;
+#pragma unroll
+    for (int n = 0; n < 4; ++n) mine[n * 32] = make_float4(s[n][0], s[n][1], s[n][2], s[n][3]);
+  }
+  row_block_barrier(c.rb);
+  {
+    const float4* other = c.s_xf + (c.warp ^ 1) * 4 * 32 + c.lane;
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+      const float4 x = other[n * 32];
+      s[n][0] += x.x;
+      s[n][1] += x.y;
+      s[n][2] += x.z;
+      s[n][3] += x.w;
+    }
+  }
+}
+
+// The mask on the tile's scores (registers): element (n, e) is row g + 8(e >> 1), key
+// tile_k0 + 8n + 2t4 + (e & 1); a key the row does not see gets -inf. The first two masked
+// tiles: each row's visibility word (s_vis), the element its bit 8n + 2t4 + (e & 1). Later ones
+// (drafts or the split's end in the tile): a mask load an element. Plain tiles: nothing.
+template <bool kPlain>
+__device__ __forceinline__ void mask_s(const V2TileCtx& c, float (&s)[4][4], int it, int tile_k0, int prefix,
+                                       bool has_drafts) {
+  if (!kPlain && it < c.s_visend) {
+    const uint32_t vv[2] = {c.s_vis[it % 3][16 * c.rb + c.g], c.s_vis[it % 3][16 * c.rb + c.g + 8]};
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[n][e] = (vv[e >> 1] >> (8 * n + 2 * c.t4 + (e & 1))) & 1u ? s[n][e] : -INFINITY;
+  } else if (!kPlain && (has_drafts || tile_k0 + kKeysPerTile > c.kend)) {
+    const int draft[2] = {c.s_rowdraft[16 * c.rb + c.g], c.s_rowdraft[16 * c.rb + c.g + 8]};
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int k = tile_k0 + 8 * n + 2 * c.t4 + (e & 1);
+        const int d = draft[e >> 1];
+        bool vis = d >= 0 && k < c.kend;
+        if (vis && k >= prefix) vis = mask_bit(c.a, c.s_td.mask_base, c.s_td.words_per_row, d, k - prefix);
+        s[n][e] = vis ? s[n][e] : -INFINITY;
+      }
+  }
+}
+
+// Online softmax of the tile's masked scores (registers): each row's reference max m_run (lazy:
+// kV2LazyRescale), its running sum l_run, O's correction factor corr and P, as bf16 in the
+// A-operand layout of P.V (pa). The scores stay unscaled: the scale (> 0, run() refuses any
+// other) goes into the row max and into each exponent's FFMA, 16 multiplies a tile fewer (0.4%
+// faster).
+__device__ __forceinline__ void update_softmax(float scale2, const float (&s)[4][4], float (&m_run)[2], float (&l_run)[2],
+                                               uint32_t (&pa)[2][4], float (&corr)[2]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float mx = fmaxf(fmaxf(fmaxf(s[0][2 * i], s[0][2 * i + 1]), fmaxf(s[1][2 * i], s[1][2 * i + 1])),
+                     fmaxf(fmaxf(s[2][2 * i], s[2][2 * i + 1]), fmaxf(s[3][2 * i], s[3][2 * i + 1])));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    mx *= scale2;  // the max of the scaled scores: scale2 > 0
+    const float m_new = mx > m_run[i] + kV2LazyRescale ? mx : m_run[i];  // NaN mx: keeps m_run, as fmaxf did
+    const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: avoid -inf - -inf
+    corr[i] = ex2_ftz(m_run[i] - m_use);
+    m_run[i] = m_new;
+    float pe[4][2];
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+      pe[n][0] = ex2_ftz(fmaf(s[n][2 * i], scale2, -m_use));
+      pe[n][1] = ex2_ftz(fmaf(s[n][2 * i + 1], scale2, -m_use));
+    }
+    l_run[i] = l_run[i] * corr[i] + (((pe[0][0] + pe[0][1]) + (pe[1][0] + pe[1][1])) +
+                                     ((pe[2][0] + pe[2][1]) + (pe[3][0] + pe[3][1])));
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+      pa[kk][i] = pack_bf16x2(pe[2 * kk][0], pe[2 * kk][1]);
+      pa[kk][2 + i] = pack_bf16x2(pe[2 * kk + 1][0], pe[2 * kk + 1][1]);
+    }
+  }
+}
+
+// O *= corr (registers), rows g and g + 8; skipped when no row of the warp moved its max.
+__device__ __forceinline__ void rescale_o(float (&o)[32][4], const float (&corr)[2]) {
+  if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
+#pragma unroll
+    for (int n = 0; n < 32; ++n) {
+      o[n][0] *= corr[0];
+      o[n][1] *= corr[0];
+      o[n][2] *= corr[1];
+      o[n][3] *= corr[1];
+    }
+  }
+}
+
+// The thread's registers a tile step carries to the next (held for the whole item): Q's
+// fragments, O, the row statistics, P for group B's deferred P.V, and two flags.
+struct V2TileRegs {
+  uint32_t (&qf)[kV2KSteps - 2][4];  // Q k-step ks at qf[v2_qslot(ks)]
+  float (&o)[32][4];                 // O of rows 16rb + g (+ 8), columns 256hh..
+  float (&m_run)[2];                 // rows g, g + 8: reference max (log2 units)
+  float (&l_run)[2];                 // and this lane's running sum
+  uint32_t (&pa)[2][4];              // P as the A operand of P.V
+  bool& pend;                        // B: P.V of the previous tile still to do
+  bool& bad;                         // warp 0: a row source had a bad KV index
+};
+
+// The tile loop's body in two instantiations: kPlain for the leading tiles wholly inside the
+// prefix and the split (no mask, no scan of V, no partial tile), the general one for the
+// rest (drafts, the split's last tile, B's last P.V). With one body for both, the rare code
+// made ptxas schedule the common path worse: the plain loop is 3-7% faster at P >= 65536 on
+// the H200, and every tile's arithmetic is the same.
+template <bool kPlain>
+__device__ __forceinline__ void tile_step(const V2TileCtx& c, V2TileRegs& r, const int it) {
+  const bool tile = kPlain || it < c.ntiles;
+  const int next_k = c.kbeg + (it + 2) * kKeysPerTile + c.lane;
+  // Loaded now, used after this tile's math: the index fetch never stalls the block.
+  const int32_t next_slot = (c.warp == 0 && it + 2 < c.ntiles) ? prefetch_slot(c.a, c.s_r, c.s_kv_base, next_k, c.kend) : -1;
+  // Groups: tiles 0 and 1 (every thread), then B's one per interval (tile it + 1 in interval it).
+  if (it == 0)
+    cp_async_wait<1>();
+  else
+    cp_async_wait<0>();
+  __syncthreads();  // tile `it` is in; A is past P.V(it - 1), B past S(it - 1)
+  const uint16_t* kv = c.s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
+  const uint16_t* kv_prev = c.s_kv + ((it + 1) % kStages) * kKeysPerTile * kSmemStride;
+  const int tile_k0 = c.kbeg + it * kKeysPerTile;
+  const int prefix = c.s_r.prefix;
+  const bool has_drafts = !kPlain && tile && tile_k0 + kKeysPerTile > prefix;
+  // V may hold NaN/Inf only in draft rows some row of the tile sees (prefix rows are
+  // visible to every row; keys past the split and drafts no row sees are zero-filled).
+  // A draft seen by row i but masked for row i' must not reach i' as 0 * NaN in P.V.
+  bool vnf = false;
+  if (kGuardNonfiniteV && has_drafts) {
+    // Chunks 0-63 of a row are V's (the swizzle keeps chunks within their 128 B line).
+    for (int x16 = threadIdx.x; x16 < kKeysPerTile * (kDv / 8); x16 += kPartialThreads) {
+      const int row = x16 / (kDv / 8), ch = x16 % (kDv / 8);
+      const uint4 v = *reinterpret_cast<const uint4*>(kv + row * kSmemStride + ch * 8);
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int x = 0; x < 4; ++x)
+        vnf |= ((w[x] & 0x7f80u) == 0x7f80u) || ((w[x] & 0x7f800000u) == 0x7f800000u);
+    }
+    vnf = __syncthreads_or(vnf);
+  }
+  if (r.pend) compute_pv(r.o, r.pa, kv_prev, c.active, c.hh, c.mat, c.mrow, c.vsw8);  // B: the previous tile's P.V
+  const bool load_next = c.grp_b && it >= 1 && it + 1 < c.ntiles;
+  // Every B warp is past P.V(it - 1) before any of them copies over that stage.
+  if (load_next) named_barrier_sync<kBarGroupB, 128>();
+
+  if (tile) {
+    float s[4][4];  // n-tile n: keys 8n.. of the tile
+    compute_qk_partial(c, r.qf, kv, load_next, it, s);
+    cp_async_commit();
+
+    exchange_s_partials(c, s);
+    mask_s<kPlain>(c, s, it, tile_k0, prefix, has_drafts);
+    float corr[2];
+    update_softmax(c.scale2, s, r.m_run, r.l_run, r.pa, corr);
+    rescale_o(r.o, corr);  // before the P.V that uses this P (B runs it next interval)
+    // A: this tile's P.V. B defers it to the next interval, except on the rare path.
+    if (vnf)
+      compute_pv_rare(r.o, r.pa, kv, c.s_xf, c.rb, c.hh, c.g, c.t4);
+    else if (!c.grp_b)
+      compute_pv(r.o, r.pa, kv, c.active, c.hh, c.mat, c.mrow, c.vsw8);
+  }
+  r.pend = c.grp_b && tile && !vnf;
+  if (c.warp == 0 && it + 2 < c.ntiles)
+    c.s_src[(it + 2) % 3][c.lane] = resolve_key(c.a, c.s_r, c.s_qo_base, next_k, c.kend, next_slot, c.s_td, r.bad);
+}
+
+// What a split's partial holds for two of O's elements (registers): O / l, in fp32.
+__device__ __forceinline__ float2 partial_value(float x, float y, float f) { return make_float2(x * f, y * f); }
+
+// A split item's result (registers -> global fp32 workspace): O / l of the tile's first
+// live_rows rows (the request's) into partial slot `slot`, and their LSE. Group A, during B's
+// last P.V: straight from the fragments. Group B, after it: its 32 rows through the K/V stages
+// (shared tile), then whole rows out. A poisoned item (bad KV index) writes NaN.
+__device__ __forceinline__ void write_o_partial(const SplitParams& p, uint16_t* s_kv, const float (&o)[32][4],
+                                                const float (&inv)[2], const float (&lse_nat)[2], bool poisoned,
+                                                int64_t slot, int live_rows, bool grp_b, int rb, int hh, int g,
+                                                int t4) {
+  float* dst0 = p.partial_out + slot * kRowsPerTile * kDv;
+  if (!grp_b) {
+    // A: each row's four lanes write 32 B.
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int tr = 16 * rb + g + 8 * i;
+      if (tr >= live_rows) continue;
+      const float f = poisoned ? NAN : inv[i];
+      float* row = dst0 + tr * kDv + hh * 256 + 2 * t4;
+#pragma unroll
+      for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
+    }
+  } else if (live_rows > 32) {
+    // B: its 32 rows x 512 through the K/V stages (free: no copy is in flight, and A reads no
+    // stage), then whole rows out in 16-byte stores by B's 128 threads. Not when the request has
+    // none of them (decode, T = 1: 8 rows of 64): staging rows nobody reads made B=1 decode calls
+    // 3-5% slower.
+    constexpr int kOStride = kDv + 8;  // floats a staged row: the fragment stores are conflict-free
+    static_assert(sizeof(float) * 32 * kOStride <= kSmemKv, "B's staged rows fit the K/V stages");
+    float* s_o = reinterpret_cast<float*>(s_kv);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float f = poisoned ? NAN : inv[i];
+      float* row = s_o + (16 * (rb - 2) + g + 8 * i) * kOStride + hh * 256 + 2 * t4;
+#pragma unroll
+      for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
+    }
+    named_barrier_sync<kBarGroupB, 128>();
+    static_assert(kDv / 4 == 128, "B's 128 threads: one float4 column of its rows each");
+    const int c4 = threadIdx.x - 128;
+    const int b_rows = live_rows - 32;  // rows 32.. of the tile, >= 1
+#pragma unroll 4
+    for (int row = 0; row < b_rows; ++row)
+      *reinterpret_cast<float4*>(dst0 + (32 + row) * kDv + 4 * c4) = *reinterpret_cast<const float4*>(s_o + row * kOStride + 4 * c4);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+    if (hh == 0 && t4 == 0 && 16 * rb + g + 8 * i < live_rows)
+      p.partial_lse[slot * kRowsPerTile + 16 * rb + g + 8 * i] = poisoned ? NAN : lse_nat[i];
 }
 
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
@@ -273,28 +671,9 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // Tiles [0, n_plain) run the plain step: wholly inside the prefix and the split, no mask.
     const int plain_end = min(r.prefix, kend) - kbeg;
     const int n_plain = plain_end > 0 ? min(ntiles, plain_end / kKeysPerTile) : 0;
-    if (warp == 0) {  // both tiles' index loads in flight before either is resolved
-      const int k0 = kbeg + lane, k1 = k0 + kKeysPerTile;
-      const int32_t slot0 = prefetch_slot(a, r, kv_base, k0, kend), slot1 = prefetch_slot(a, r, kv_base, k1, kend);
-      // The first two masked tiles' visibility, in flight with Q. When tiles 0 and 1 are among
-      // them, which drafts to load follows from it too, in one round trip instead of one a draft
-      // row (0.7 us a T=64 draft tile).
-      uint32_t seen0 = ~0u, seen1 = ~0u;
-      if (lane == 0) s_visend = n_plain + 2;
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const int t = n_plain + u;
-        if (t >= ntiles) break;
-        const uint32_t seen = v2_tile_rows_visibility(
-            a, td, kbeg + t * kKeysPerTile, kend, r.prefix, lane,
-            [&](int row) { return v2_row_draft(rt, row, rows_b, H); }, s_vis[t % 3]);
-        if (t == 0) seen0 = seen;
-        if (t == 1) seen1 = seen;
-      }
-      s_src[0][lane] = resolve_key_by(a, r, qo_base, k0, kend, slot0, bad, [&](int) { return ((seen0 >> lane) & 1u) != 0; });
-      if (ntiles > 1)
-        s_src[1][lane] = resolve_key_by(a, r, qo_base, k1, kend, slot1, bad, [&](int) { return ((seen1 >> lane) & 1u) != 0; });
-    }
+    if (warp == 0)
+      resolve_first_tiles(a, r, td, qo_base, kv_base, kbeg, kend, ntiles, n_plain, rt, rows_b, H, lane, s_src, s_vis,
+                          s_visend, bad);
     cp_async_wait<0>();
     __syncthreads();  // Q is in the stages; the row sources of tiles 0 and 1 are set
     uint32_t qf[kV2KSteps - 2][4];  // k-step ks at qf[v2_qslot(ks)]
@@ -308,23 +687,11 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // kV2LazyRescale) and this lane's running sum over its keys.
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 
-    // Chunks [i0, i1) of this thread's nine in row `row` of tile j (8 threads per KV row, 16 B
-    // each): the prologue's copies (every thread, one row) and group B's (two rows a thread).
-    auto copy_row = [&](int j, int row, int ch0, int i0, int i1) {
-      uint16_t* dst = s_kv + (j % kStages) * kKeysPerTile * kSmemStride;
-      const uint16_t* src = s_src[j % 3][row];
-      const bool read = src != nullptr;
-      // Unread rows (zero fill) still name a mapped address: the start of the pool.
-      const uint16_t* from = (read ? src : a.kv_pool) + ch0 * 8;
-      copy_row_chunks(dst + row * kSmemStride + v2_chunk(row, ch0) * 8, from, read, i0, i1);  // chunk i: next line
-    };
-    auto issue_part = [&](int j, int i0, int i1) { copy_row(j, threadIdx.x >> 3, threadIdx.x & 7, i0, i1); };
-    static_assert(kPartialThreads == 8 * kKeysPerTile && kDqk == 576, "issue_part: 8 threads x 9 chunks per KV row");
     // Both stages are free: tiles 0 and 1 load together. Then, during tile it >= 1, tile it + 1
     // goes into the stage tile it - 1 has left.
-    if (ntiles > 0) issue_part(0, 0, 9);
+    if (ntiles > 0) load_kv_tile(a, s_kv, s_src, 0, 0, 9);
     cp_async_commit();
-    if (ntiles > 1) issue_part(1, 0, 9);
+    if (ntiles > 1) load_kv_tile(a, s_kv, s_src, 1, 0, 9);
     cp_async_commit();
 
     // Interval it, between two block barriers (it = 0 .. ntiles; the last one is B's last P.V):
@@ -340,232 +707,10 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // vsw8 / 8 ^ 2j; K chunk 4hh + mat of line q (k-steps 2q, 2q + 1) at position ksw.
     const int vsw8 = 8 * ((mat >> 1) ^ mrow), ksw = (4 * hh + mat) ^ mrow;
     uint32_t pa[2][4];  // P as the A operand of P.V: k-step kk = keys 16kk..
-    // P.V of one tile: O += P V over rows 16rb.., columns 256hh.. (O already rescaled).
-    auto pv_mma = [&](const uint16_t* kvt) {
-      if (active) {
-        // Position j of every line first: one swizzled offset live at a time (four at once spilled).
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const uint16_t* vj = kvt + ((mat & 1) * 8 + mrow) * kSmemStride + 64 * 4 * hh + (vsw8 ^ (16 * j));
-#pragma unroll
-          for (int kk = 0; kk < 2; ++kk)
-#pragma unroll
-            for (int line = 0; line < 4; ++line) {
-              const int np = 4 * line + j;  // columns 256hh + 16np..
-              uint32_t bv[4];
-              ldmatrix_x4_trans(bv, vj + kk * 16 * kSmemStride + 64 * line);
-              mma_bf16_16816(o[2 * np], pa[kk], bv[0], bv[1]);
-              mma_bf16_16816(o[2 * np + 1], pa[kk], bv[2], bv[3]);
-            }
-        }
-      }
-    };
-    // The rare path, for a tile whose V holds NaN/Inf in a row some row of the tile sees: P in
-    // row order through this row block's exchange slot, zero probabilities skipped, so a masked
-    // non-finite V never counts. Both groups take it in the tile's own interval (B does not defer).
-    auto pv_rare = [&](const uint16_t* kvt) {
-      uint16_t* s_prb = reinterpret_cast<uint16_t*>(s_xf + (2 * rb) * 4 * 32);  // [16][kPStride]
-      row_block_barrier(rb);  // the partner has read this slot's partial
-      uint16_t* prow = s_prb + g * kPStride + 2 * t4;
-      if (hh == 0) {
-#pragma unroll
-        for (int kk = 0; kk < 2; ++kk)
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            *reinterpret_cast<uint32_t*>(prow + 8 * i * kPStride + 16 * kk) = pa[kk][i];
-            *reinterpret_cast<uint32_t*>(prow + 8 * i * kPStride + 16 * kk + 8) = pa[kk][2 + i];
-          }
-      }
-      row_block_barrier(rb);
-#pragma unroll
-      for (int i = 0; i < 2; ++i)  // one row at a time: fewer live values than both at once
-#pragma unroll 1
-        for (int k = 0; k < kKeysPerTile; ++k) {
-          const float p = bf16_lo(s_prb[(g + 8 * i) * kPStride + k]);
-          if (p == 0.f) continue;
-          const uint16_t* vrow = kvt + k * kSmemStride + 2 * t4;
-#pragma unroll
-          for (int n = 0; n < 32; ++n) {
-            const uint32_t vv = *reinterpret_cast<const uint32_t*>(vrow + 8 * v2_chunk(k, 32 * hh + n));
-            o[n][2 * i] += p * bf16_lo(vv);
-            o[n][2 * i + 1] += p * bf16_hi(vv);
-          }
-        }
-      row_block_barrier(rb);  // both have read P before the slot takes a partial again
-    };
-    // Group B's copies: 128 threads, two KV rows each (r and r + 16).
-    auto issue_b = [&](int j, int i0, int i1) {
-      const int lt = threadIdx.x - 128;
-#pragma unroll
-      for (int h2 = 0; h2 < 2; ++h2) copy_row(j, (lt >> 3) + 16 * h2, lt & 7, i0, i1);
-    };
-
-    // The tile loop's body in two instantiations: kPlain for the leading tiles wholly inside the
-    // prefix and the split (no mask, no scan of V, no partial tile), the general one for the
-    // rest (drafts, the split's last tile, B's last P.V). With one body for both, the rare code
-    // made ptxas schedule the common path worse: the plain loop is 3-7% faster at P >= 65536 on
-    // the H200, and every tile's arithmetic is the same.
-    auto step = [&](const int it, auto plain_tag) {
-      constexpr bool kPlain = decltype(plain_tag)::value;
-      const bool tile = kPlain || it < ntiles;
-      const int next_k = kbeg + (it + 2) * kKeysPerTile + lane;
-      // Loaded now, used after this tile's math: the index fetch never stalls the block.
-      const int32_t next_slot = (warp == 0 && it + 2 < ntiles) ? prefetch_slot(a, s_r, s_kv_base, next_k, kend) : -1;
-      // Groups: tiles 0 and 1 (every thread), then B's one per interval (tile it + 1 in interval it).
-      if (it == 0)
-        cp_async_wait<1>();
-      else
-        cp_async_wait<0>();
-      __syncthreads();  // tile `it` is in; A is past P.V(it - 1), B past S(it - 1)
-      const uint16_t* kv = s_kv + (it % kStages) * kKeysPerTile * kSmemStride;
-      const uint16_t* kv_prev = s_kv + ((it + 1) % kStages) * kKeysPerTile * kSmemStride;
-      const int tile_k0 = kbeg + it * kKeysPerTile;
-      const int prefix = s_r.prefix;
-      const bool has_drafts = !kPlain && tile && tile_k0 + kKeysPerTile > prefix;
-      // V may hold NaN/Inf only in draft rows some row of the tile sees (prefix rows are
-      // visible to every row; keys past the split and drafts no row sees are zero-filled).
-      // A draft seen by row i but masked for row i' must not reach i' as 0 * NaN in P.V.
-      bool vnf = false;
-      if (kGuardNonfiniteV && has_drafts) {
-        // Chunks 0-63 of a row are V's (the swizzle keeps chunks within their 128 B line).
-        for (int c = threadIdx.x; c < kKeysPerTile * (kDv / 8); c += kPartialThreads) {
-          const int row = c / (kDv / 8), ch = c % (kDv / 8);
-          const uint4 v = *reinterpret_cast<const uint4*>(kv + row * kSmemStride + ch * 8);
-          const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-          for (int x = 0; x < 4; ++x)
-            vnf |= ((w[x] & 0x7f80u) == 0x7f80u) || ((w[x] & 0x7f800000u) == 0x7f800000u);
-        }
-        vnf = __syncthreads_or(vnf);
-      }
-      if (pend) pv_mma(kv_prev);  // B: the previous tile's P.V
-      const bool load_next = grp_b && it >= 1 && it + 1 < ntiles;
-      // Every B warp is past P.V(it - 1) before any of them copies over that stage.
-      if (load_next) named_barrier_sync<kBarGroupB, 128>();
-
-      if (tile) {
-        // ---- phase 1: S partial of rows 16rb.. x 32 keys over the warp's half of d_qk ----
-        float s[4][4];  // n-tile n: keys 8n.. of the tile
-#pragma unroll
-        for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-        if (active) {
-          // Line q of each K row holds this warp's k-steps 2q and 2q + 1 (four chunks): one
-          // ldmatrix per 8 keys reads both, at one swizzled offset per thread (ksw).
-#pragma unroll
-          for (int q = 0; q < kV2KSteps / 2; ++q) {
-#pragma unroll
-            for (int n = 0; n < 4; ++n) {
-              uint32_t bk[4];  // k-step 2q: bk[0..1]; 2q + 1: bk[2..3]
-              ldmatrix_x4(bk, kv + (8 * n + mrow) * kSmemStride + 64 * q + 8 * ksw);
-              if (v2_qslot(2 * q + 1) >= 0) {
-                mma_bf16_16816(s[n], qf[v2_qslot(2 * q)], bk[0], bk[1]);
-                mma_bf16_16816(s[n], qf[v2_qslot(2 * q + 1)], bk[2], bk[3]);
-              } else {  // the line's second k-step from shared memory: 4 registers at a time, as before
-                const uint4 f = s_qlast[(2 * q + 1 == kV2KSteps - 1) * kPartialThreads + threadIdx.x];
-                const uint32_t ql[4] = {f.x, f.y, f.z, f.w};
-                mma_bf16_16816(s[n], qf[v2_qslot(2 * q)], bk[0], bk[1]);
-                mma_bf16_16816(s[n], ql, bk[2], bk[3]);
-              }
-            }
-            if (2 * q == kV2CopyStep0 && load_next) issue_b(it + 1, 0, 3);
-            if (2 * q == kV2CopyStep1 && load_next) issue_b(it + 1, 3, 6);
-            if (2 * q == kV2CopyStep2 && load_next) issue_b(it + 1, 6, 9);
-          }
-        } else if (load_next) {
-          issue_b(it + 1, 0, 9);
-        }
-        cp_async_commit();
-
-        // ---- phase 2: swap the partials within the row block; both warps add them ----
-        {
-          float4* mine = s_xf + warp * 4 * 32 + lane;
-#pragma unroll
-          for (int n = 0; n < 4; ++n) mine[n * 32] = make_float4(s[n][0], s[n][1], s[n][2], s[n][3]);
-        }
-        row_block_barrier(rb);
-        {
-          // a + b == b + a in IEEE arithmetic: both warps get bitwise the same scores.
-          const float4* other = s_xf + (warp ^ 1) * 4 * 32 + lane;
-#pragma unroll
-          for (int n = 0; n < 4; ++n) {
-            const float4 x = other[n * 32];
-            s[n][0] += x.x;
-            s[n][1] += x.y;
-            s[n][2] += x.z;
-            s[n][3] += x.w;
-          }
-        }
-
-        // ---- phase 3: mask, online softmax; element (n, e): row g + 8(e >> 1), key 8n + 2t4 + (e & 1) ----
-        // The scores stay unscaled: the scale (> 0, run() refuses any other) goes into the row
-        // max and into each exponent's FFMA, 16 multiplies a tile fewer (0.4% faster).
-        // The first two masked tiles: each row's visibility word (s_vis), element (n, e) its bit
-        // 8n + 2t4 + (e & 1). Later ones: a mask load an element.
-        if (!kPlain && it < s_visend) {
-          const uint32_t vv[2] = {s_vis[it % 3][16 * rb + g], s_vis[it % 3][16 * rb + g + 8]};
-#pragma unroll
-          for (int n = 0; n < 4; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s[n][e] = (vv[e >> 1] >> (8 * n + 2 * t4 + (e & 1))) & 1u ? s[n][e] : -INFINITY;
-        } else if (!kPlain && (has_drafts || tile_k0 + kKeysPerTile > kend)) {
-          const int draft[2] = {s_rowdraft[16 * rb + g], s_rowdraft[16 * rb + g + 8]};
-#pragma unroll
-          for (int n = 0; n < 4; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int k = tile_k0 + 8 * n + 2 * t4 + (e & 1);
-              const int d = draft[e >> 1];
-              bool vis = d >= 0 && k < kend;
-              if (vis && k >= prefix) vis = mask_bit(a, s_td.mask_base, s_td.words_per_row, d, k - prefix);
-              s[n][e] = vis ? s[n][e] : -INFINITY;
-            }
-        }
-        float corr[2];
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          float mx = fmaxf(fmaxf(fmaxf(s[0][2 * i], s[0][2 * i + 1]), fmaxf(s[1][2 * i], s[1][2 * i + 1])),
-                           fmaxf(fmaxf(s[2][2 * i], s[2][2 * i + 1]), fmaxf(s[3][2 * i], s[3][2 * i + 1])));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          mx *= scale2;  // the max of the scaled scores: scale2 > 0
-          const float m_new = mx > m_run[i] + kV2LazyRescale ? mx : m_run[i];  // NaN mx: keeps m_run, as fmaxf did
-          const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: avoid -inf - -inf
-          corr[i] = ex2_ftz(m_run[i] - m_use);
-          m_run[i] = m_new;
-          float pe[4][2];
-#pragma unroll
-          for (int n = 0; n < 4; ++n) {
-            pe[n][0] = ex2_ftz(fmaf(s[n][2 * i], scale2, -m_use));
-            pe[n][1] = ex2_ftz(fmaf(s[n][2 * i + 1], scale2, -m_use));
-          }
-          l_run[i] = l_run[i] * corr[i] + (((pe[0][0] + pe[0][1]) + (pe[1][0] + pe[1][1])) +
-                                           ((pe[2][0] + pe[2][1]) + (pe[3][0] + pe[3][1])));
-#pragma unroll
-          for (int kk = 0; kk < 2; ++kk) {
-            pa[kk][i] = pack_bf16x2(pe[2 * kk][0], pe[2 * kk][1]);
-            pa[kk][2 + i] = pack_bf16x2(pe[2 * kk + 1][0], pe[2 * kk + 1][1]);
-          }
-        }
-        // O is rescaled now, before the P.V that uses this P (B runs it next interval).
-        if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
-#pragma unroll
-          for (int n = 0; n < 32; ++n) {
-            o[n][0] *= corr[0];
-            o[n][1] *= corr[0];
-            o[n][2] *= corr[1];
-            o[n][3] *= corr[1];
-          }
-        }
-        // A: this tile's P.V. B defers it to the next interval, except on the rare path.
-        if (vnf)
-          pv_rare(kv);
-        else if (!grp_b)
-          pv_mma(kv);
-      }
-      pend = grp_b && tile && !vnf;
-      if (warp == 0 && it + 2 < ntiles)
-        s_src[(it + 2) % 3][lane] = resolve_key(a, s_r, s_qo_base, next_k, kend, next_slot, s_td, bad);
-    };
+    const V2TileCtx c{a, s_kv, s_xf, s_qlast, s_src, s_vis, s_visend, s_rowdraft, s_r, s_td, s_qo_base, s_kv_base,
+                      kbeg, kend, ntiles,
+                      warp, lane, rb, hh, g, t4, mat, mrow, vsw8, ksw, scale2, grp_b, active};
+    V2TileRegs regs{qf, o, m_run, l_run, pa, pend, bad};
 #ifdef VATTN_TIMELINE
     // The probe's "tile 0 in" stamp, after the same wait and barrier as the first step's (which
     // then pass at once): taken inside the step, it made ptxas spill on sm_90a.
@@ -577,8 +722,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
 #endif
     {
       int it = 0;
-      for (; it < n_plain; ++it) step(it, std::true_type{});
-      for (; it <= ntiles; ++it) step(it, std::false_type{});
+      for (; it < n_plain; ++it) tile_step<true>(c, regs, it);
+      for (; it <= ntiles; ++it) tile_step<false>(c, regs, it);
     }
 
     tl_item(item, 3);
@@ -599,7 +744,6 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
         named_barrier_sync<kBarAToB, 256>();
       }
     }
-    // ---- finalize: each row's sum over its quad, 1/l and the LSE, in registers ----
     float inv[2], lse_nat[2];
     finalize_row_stats(m_run, l_run, inv, lse_nat);
     if (direct) __syncthreads();  // s_bad; B's last P.V is done
@@ -612,51 +756,10 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     if (direct) {
       write_o_direct(a, o, inv, lse_nat, poisoned, row0_end, rt_end * kRowsPerTile, rows_end, rb, hh, g, t4);
     } else {
-      float* dst0 = p.partial_out + slot * kRowsPerTile * kDv;
       // Only the rows the request has go out: the reduce reads no other. A decode item (T = 1,
       // H = 8) has 8 of its 64 rows, and writing all 64 would move eight times the bytes.
       const int live_rows = min(kRowsPerTile, rows_end - rt_end * kRowsPerTile);
-      auto partial_value = [&](float x, float y, float f) {
-        return make_float2(x * f, y * f);
-      };
-      if (!grp_b) {
-        // A, during B's last P.V: straight from the fragments (each row's four lanes write 32 B).
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int tr = 16 * rb + g + 8 * i;
-          if (tr >= live_rows) continue;
-          const float f = poisoned ? NAN : inv[i];
-          float* row = dst0 + tr * kDv + hh * 256 + 2 * t4;
-#pragma unroll
-          for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
-        }
-      } else if (live_rows > 32) {
-        // B, after its last P.V: its 32 rows x 512 through the K/V stages (free: no copy is in
-        // flight, and A reads no stage), then whole rows out in 16-byte stores by B's 128 threads.
-        // Not when the request has none of them (decode, T = 1: 8 rows of 64): staging rows
-        // nobody reads made B=1 decode calls 3-5% slower.
-        constexpr int kOStride = kDv + 8;  // floats a staged row: the fragment stores are conflict-free
-        static_assert(sizeof(float) * 32 * kOStride <= kSmemKv, "B's staged rows fit the K/V stages");
-        float* s_o = reinterpret_cast<float*>(smem_raw);
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const float f = poisoned ? NAN : inv[i];
-          float* row = s_o + (16 * (rb - 2) + g + 8 * i) * kOStride + hh * 256 + 2 * t4;
-#pragma unroll
-          for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
-        }
-        named_barrier_sync<kBarGroupB, 128>();
-        static_assert(kDv / 4 == 128, "B's 128 threads: one float4 column of its rows each");
-        const int c4 = threadIdx.x - 128;
-        const int b_rows = live_rows - 32;  // rows 32.. of the tile, >= 1
-#pragma unroll 4
-        for (int row = 0; row < b_rows; ++row)
-          *reinterpret_cast<float4*>(dst0 + (32 + row) * kDv + 4 * c4) = *reinterpret_cast<const float4*>(s_o + row * kOStride + 4 * c4);
-      }
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-        if (hh == 0 && t4 == 0 && 16 * rb + g + 8 * i < live_rows)
-          p.partial_lse[slot * kRowsPerTile + 16 * rb + g + 8 * i] = poisoned ? NAN : lse_nat[i];
+      write_o_partial(p, s_kv, o, inv, lse_nat, poisoned, slot, live_rows, grp_b, rb, hh, g, t4);
     }
     __syncthreads();  // the next item reuses s_src, s_bad, s_rowdraft and the item's values
     tl_item(item, 4);
