@@ -55,5 +55,14 @@ if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "install-deps: the CUDA toolkit (nvcc) is missing; install CUDA 12.8+ (sm_120a support) at /usr/local/cuda" >&2
   exit 1
 fi
+# cuobjdump and nvdisasm for kernels/sass/fingerprint.sh (the SASS check CI runs), pinned, in
+# .venv-sass/, only where the CUDA toolkit is.
+sass_reqs="$root/kernels/sass/requirements.txt"
+if ! cmp -s "$sass_reqs" "$root/.venv-sass/requirements.txt" 2>/dev/null; then
+  echo "install-deps: installing cuobjdump and nvdisasm into .venv-sass/"
+  { [ -x "$root/.venv-sass/bin/pip" ] || python3 -m venv "$root/.venv-sass"; } &&
+    "$root/.venv-sass/bin/pip" install -q -r "$sass_reqs" && cp "$sass_reqs" "$root/.venv-sass/requirements.txt" ||
+    { echo "install-deps: could not install $sass_reqs into .venv-sass/" >&2; exit 1; }
+fi
 echo "install-deps: ok"
 # SPDX-License-Identifier: Apache-2.0
