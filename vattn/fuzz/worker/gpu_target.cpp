@@ -358,14 +358,6 @@ class GpuTarget : public Target {
 }  // namespace
 
 std::unique_ptr<Target> make_gpu_target(const TargetOptions& options) {
-  // VATTN_FUZZ_BLOCKING_SYNC=1 (an experiment, not yet measured): threads that wait for the GPU
-  // sleep instead of spinning. CUDA's default spins when there are fewer contexts than cores, so
-  // pool threads waiting on their staged uploads burn cores that generation could use; sleeping
-  // costs the main thread a wake-up per synchronisation. Set before the context exists.
-  if (env_switch("VATTN_FUZZ_BLOCKING_SYNC")) {
-    (void)cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
-    (void)cudaGetLastError();  // a context made earlier keeps its flags; nothing to report
-  }
   Revision rev = load_revision(options.spec);
   if (cuda_device_count() == 0) throw InputError("", "", "--kernel", "no CUDA device is visible: GPU revisions cannot run here");
   return std::make_unique<GpuTarget>(std::move(rev), options.envelope);
