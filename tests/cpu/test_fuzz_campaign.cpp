@@ -24,7 +24,7 @@
 #include "vattn/gen/generate.h"
 #include "vattn/fuzz/campaign/investigation.h"
 #include "vattn/fuzz/campaign/journal.h"
-#include "vattn/fuzz/worker/partials_check.h"
+#include "vattn/testbed/partials.h"
 #include "vattn/fuzz/protocol/protocol.h"
 
 using vattn::InputError;
@@ -333,9 +333,9 @@ TEST_CASE("fuzz campaign: read_journal refuses what is not a campaign journal, n
   CHECK_THROWS_AS(j.create(path), InputError);  // create refuses an existing journal
 }
 
-namespace fuzz = vattn::fuzz;
+namespace testbed = vattn::testbed;
 
-// The fp32-partials property (vattn/fuzz/worker/partials_check.h) on synthetic zero-query outputs: the
+// The fp32-partials property (vattn/testbed/partials.h) on synthetic zero-query outputs: the
 // mean of V rows computed the way a kernel with fp32 partials does passes, one whose split means
 // were stored in bf16 fails, and a cancelling mean with an fp32-sized error is not called wrong.
 namespace {
@@ -368,28 +368,28 @@ Means synthetic_means(int n, int splits, uint64_t seed) {
 TEST_CASE("fuzz campaign: the fp32-partials property passes fp32 merges and fails bf16 partials", "[fuzz]") {
   const Means m = synthetic_means(20000, 4, 7);
   const std::vector<float>& single = m.fp32;
-  CHECK(fuzz::partials_problem(m.fp32, single, m.mean, m.mean_abs, 4).empty());
-  const std::string bad = fuzz::partials_problem(m.bf16_partials, single, m.mean, m.mean_abs, 4);
+  CHECK(testbed::partials_problem(m.fp32, single, m.mean, m.mean_abs, 4).empty());
+  const std::string bad = testbed::partials_problem(m.bf16_partials, single, m.mean, m.mean_abs, 4);
   INFO(bad);
   CHECK_FALSE(bad.empty());
-  const fuzz::RoundingTally t = fuzz::tally_rounding(m.bf16_partials, m.mean, m.mean_abs);
+  const testbed::RoundingTally t = testbed::tally_rounding(m.bf16_partials, m.mean, m.mean_abs);
   CHECK(t.share() > 0.05);
-  CHECK(fuzz::tally_rounding(m.fp32, m.mean, m.mean_abs).share() < 0.01);
+  CHECK(testbed::tally_rounding(m.fp32, m.mean, m.mean_abs).share() < 0.01);
 }
 
 TEST_CASE("fuzz campaign: a cancelling mean with an fp32-sized error is not a partials failure", "[fuzz]") {
   // Seen on split-v1 (H200): 2.49594e-07 against a mean of 2.41819e-07 over values of size ~0.5 is
   // 4 bf16 ulps of the mean but 1.6e-8 of the magnitudes summed: fp32 arithmetic, not bf16 partials.
   const std::vector<float> mean{2.41819e-07f}, mean_abs{0.5f}, out{2.49594e-07f}, single{vattn::round_to_bf16(2.41819e-07f)};
-  CHECK(fuzz::partials_problem(out, single, mean, mean_abs, 6).empty());
+  CHECK(testbed::partials_problem(out, single, mean, mean_abs, 6).empty());
   // Without the magnitudes it would be one.
-  CHECK_FALSE(fuzz::partials_problem(out, single, mean, {0.0f}, 6).empty());
+  CHECK_FALSE(testbed::partials_problem(out, single, mean, {0.0f}, 6).empty());
 }
 
 TEST_CASE("fuzz campaign: rounding ties are left out of the fp32-partials property", "[fuzz]") {
   // 0.0798340 lies on the midpoint between the bf16 values 0.0795898 and 0.0800781.
   const float tie = (0.0795898f + 0.0800781f) / 2;
-  CHECK(fuzz::near_bf16_tie(tie));
-  CHECK_FALSE(fuzz::near_bf16_tie(0.0795898f));
-  CHECK(fuzz::tally_rounding({0.0795898f}, {tie}, {0.5f}).checked == 0);
+  CHECK(testbed::near_bf16_tie(tie));
+  CHECK_FALSE(testbed::near_bf16_tie(0.0795898f));
+  CHECK(testbed::tally_rounding({0.0795898f}, {tie}, {0.5f}).checked == 0);
 }

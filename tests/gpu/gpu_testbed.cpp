@@ -8,9 +8,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "vattn/casefile/case_file.h"
 #include "vattn/oracle/cpu_oracle.h"
 #include "vattn/gpu/naive_runner.h"
+#include "vattn/testbed/repro.h"
+#include "vattn/testbed/testbed.h"
 
 namespace vattn::test {
 
@@ -21,22 +22,28 @@ std::string revision_under_test() {
 
 namespace {
 
+// The testbed's verdict per split count, on one upload and one plan; the references are computed
+// once by the caller.
 std::vector<KernelVerdict> run_and_compare(const Case& c, const std::vector<int>& splits, const std::string& revision,
-                                           const Reference& ref, const Reference& yardstick, const std::string& against,
-                                           const Tolerance& tol) {
+                                           const testbed::References& refs) {
   std::vector<KernelVerdict> all;
   Revision rev = load_revision(revision);
   DeviceCase dc(c);
   int most = 8;
   for (int s : splits) most = s > most ? s : most;
-  KernelRunner runner(rev, limits_for(c, most));
+  testbed::Testbed tb(rev, limits_for(c, most));
   for (int s : splits) {
+    testbed::Options o;
+    o.splits = s;
+    o.oracle = testbed::OracleChoice::kGiven;
+    const testbed::Observation obs = tb.run(dc, c, o);
+    const testbed::Outcome out = testbed::verify(c, obs, "kernel:" + rev.name() + " splits=" + std::to_string(s), &refs);
     KernelVerdict v;
     v.splits = s;
-    v.run = runner.run(dc, s);
-    const std::string label = "kernel:" + rev.name() + " splits=" + std::to_string(s) + " vs " + against;
-    v.report = compare(c, ref, yardstick, v.run.out, v.run.lse, label, tol);
-    if (!v.report.pass || !v.run.ok()) {
+    v.run = obs.run;
+    v.report = out.report;
+    v.verdict = out.verdict;
+    if (v.verdict.failed()) {
       Case with_splits = c;  // the repro's recipe carries the split count that failed
       try {
         Recipe r = Recipe::parse(c.recipe);
@@ -44,7 +51,7 @@ std::vector<KernelVerdict> run_and_compare(const Case& c, const std::vector<int>
         with_splits.recipe = r.to_line();
       } catch (const std::exception&) {
       }
-      v.repro_path = write_repro(with_splits, against, v.run.out, v.run.lse, rev.name());
+      v.repro_path = write_repro(with_splits, refs.oracle, v.run.out, v.run.lse, rev.name());
     }
     all.push_back(std::move(v));
   }
@@ -63,7 +70,7 @@ std::filesystem::path revisions_dir() {
 std::vector<KernelVerdict> check_vs_cpu(const Case& c, const std::vector<int>& splits, const std::string& revision) {
   const Reference r64 = oracle_fp64(c);
   const Reference r16 = reference_bf16_emulated(c);
-  return run_and_compare(c, splits, revision, r64, r16, "oracle_fp64", Tolerance());
+  return run_and_compare(c, splits, revision, {&r64, &r16, testbed::kOracleFp64});
 }
 
 std::vector<KernelVerdict> check_vs_naive_gpu(const Case& c, const std::vector<int>& splits,
@@ -73,11 +80,9 @@ std::vector<KernelVerdict> check_vs_naive_gpu(const Case& c, const std::vector<i
     DeviceCase dc(c);
     naive = naive_gpu_reference(dc);
   }
-  // The naive oracle is float32, not a bf16-emulating reference: no ratio check here; its
-  // own float32 error is far below the bf16 terms of the bound.
-  Tolerance tol;
-  tol.max_ratio = 1e30;
-  return run_and_compare(c, splits, revision, naive, naive, "naive_gpu_oracle", tol);
+  // The naive oracle is float32, not a bf16-emulating reference: no yardstick, no ratio check;
+  // its own float32 error is far below the bf16 terms of the bound.
+  return run_and_compare(c, splits, revision, {&naive, nullptr, testbed::kNaiveGpuOracle});
 }
 
 std::string write_repro(const Case& c, const std::string& tag, const std::vector<float>& out,
@@ -87,20 +92,8 @@ std::string write_repro(const Case& c, const std::string& tag, const std::vector
   const std::filesystem::path dir = dir_env && *dir_env ? dir_env : "findings";
   std::filesystem::create_directories(dir);
   const std::string path = (dir / ("repro-" + tag + "-" + std::to_string(counter++) + ".h5")).string();
-  Case copy = c;
-  copy.outputs.clear();
-  StoredOutput got;
-  got.producer = "kernel:" + revision;
-  got.description = "result under test when the check failed";
-  got.out = out;
-  got.out_is_bf16 = true;
-  got.lse = lse;
-  copy.outputs.push_back(got);
-  CaseFileHeader h;
-  h.source = "fuzz:" + revision;  // case-format.md: "fuzz:<kernel revision>"
-  h.optional["notes"] = "repro written by a failing GPU test; recipe: " + c.recipe;
   try {
-    write_case_file(path, h, {copy});
+    testbed::write_repro_file(c, path, revision, nullptr, "", &out, &lse, "", "a failing GPU test");
   } catch (const std::exception& e) {
     return std::string("(repro not written: ") + e.what() + ")";
   }

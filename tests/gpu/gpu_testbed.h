@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shared pieces of the GPU tests: run a revision on a case, compare with the CPU oracle (or
-// the naive GPU oracle) under the tolerance model, and on failure write the evidence (an
-// HDF5 repro: the inputs and the kernel's result as a stored output, the references left to the
-// replay that recomputes them) and print the one line that re-creates it.
+// Shared pieces of the GPU tests, over the testbed (vattn/testbed/testbed.h): run a revision on a
+// case, compare with the CPU oracle (or the naive GPU oracle) under the tolerance model, and on
+// failure write the evidence (an HDF5 repro: the inputs and the kernel's result as a stored
+// output, the references left to the replay that recomputes them) and print the one line that
+// re-creates it.
 #pragma once
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "vattn/gen/generate.h"
 #include "vattn/gpu/kernel_runner.h"
 #include "vattn/check/tolerance.h"
+#include "vattn/testbed/verdict.h"
 
 namespace vattn::test {
 
@@ -22,6 +24,7 @@ std::string revision_under_test();
 struct KernelVerdict {
   CompareReport report;
   RunResult run;
+  testbed::Verdict verdict;  // the testbed's: the first check that failed (run() status, guard bands, vs oracle, ...)
   int splits = 0;
   std::string repro_path;  // written when the check failed
 };
@@ -42,8 +45,8 @@ Case make_case(const std::string& recipe_line);
 std::filesystem::path revisions_dir();
 
 // Writes the case's inputs and the result of `revision` (output "kernel:<revision>", file source
-// "fuzz:<revision>") to $VATTN_FINDINGS_DIR (default ./findings); returns the path. No reference
-// is stored: replay recomputes it.
+// "fuzz:<revision>"; the testbed's writer, vattn/testbed/repro.h) to $VATTN_FINDINGS_DIR (default
+// ./findings); returns the path. No reference is stored: replay recomputes it.
 std::string write_repro(const Case& c, const std::string& tag, const std::vector<float>& out,
                         const std::vector<float>& lse, const std::string& revision);
 

@@ -14,6 +14,7 @@
 #include "vattn/check/draft_poison.h"
 #include "vattn/gpu/naive_runner.h"
 #include "vattn/check/tolerance.h"
+#include "vattn/testbed/testbed.h"
 
 namespace vattn::test {
 
@@ -31,11 +32,23 @@ GenBudget gpu_budget(const std::string& default_name) {
   return b;
 }
 
-RunResult run_once(const Case& c, int splits, const std::string& revision) {
+namespace {
+
+// One testbed run on a plan fitted to this case (not the budget's maximum): large cases keep a
+// small workspace.
+testbed::Observation observe(const Case& c, const testbed::Options& o, const std::string& revision) {
   DeviceCase dc(c);
-  // Plan limits fitted to this run (not the budget's maximum): large cases keep a small workspace.
-  KernelRunner runner(load_revision(revision), limits_for(c, std::max(splits, 8)));
-  return runner.run(dc, splits);
+  testbed::Testbed tb(load_revision(revision), limits_for(c, std::max(o.splits, 8)));
+  return tb.run(dc, c, o);
+}
+
+}  // namespace
+
+RunResult run_once(const Case& c, int splits, const std::string& revision) {
+  testbed::Options o;
+  o.splits = splits;
+  o.oracle = testbed::OracleChoice::kGiven;  // the properties compare runs with each other
+  return observe(c, o, revision).run;
 }
 
 void note_failure(const KernelVerdict& v, const Case& c, const std::string& tag) {
@@ -153,21 +166,21 @@ Case poison_outside_key_sets(const Case& c, uint64_t seed) {
 }
 
 PoisonCheck check_partly_visible_poison(const Case& c, int splits, uint64_t seed, const std::string& revision) {
+  testbed::Options o;
+  o.splits = splits;
+  o.seed = seed;
+  o.oracle = testbed::OracleChoice::kNaiveGpu;  // the bound's scales, at every size
+  o.properties.add(testbed::Property::kPartlyVisiblePoison);
   PoisonCheck k;
-  const DraftPoison p = partly_visible_draft_poison(c, seed);
+  const DraftPoison p = partly_visible_draft_poison(c, seed);  // the draft the testbed poisons
   if (!p.applies()) return k;
   k.applicable = true;
   k.label = p.label();
-  Case poisoned = c;
-  poisoned.outputs.clear();
-  std::copy(p.row.begin(), p.row.end(), poisoned.kv_draft.begin() + static_cast<std::ptrdiff_t>(p.kv_draft_row(c) * c.d_qk));
-  k.clean = run_once(c, splits, revision);
-  k.poisoned = run_once(poisoned, splits, revision);
-  if (k.clean.ok() && k.poisoned.ok()) {
-    DeviceCase dc(c);
-    k.diff = poisoned_draft_problem(c, naive_gpu_reference(dc), p, k.clean.out, k.clean.lse, k.poisoned.out,
-                                    k.poisoned.lse);
-  }
+  const testbed::Observation obs = observe(c, o, revision);
+  k.clean = obs.run;
+  k.poisoned = obs.poisoned;
+  if (k.clean.ok() && k.poisoned.ok())
+    k.diff = testbed::partly_visible_poison_problem(c, obs, {obs.naive.get(), nullptr, testbed::kNaiveGpuOracle});
   return k;
 }
 

@@ -37,14 +37,16 @@ Case permute_slots(const Case& c, uint64_t seed);
 // NaN/Inf in every pool row no request references (plus extra such rows) and in the KV of
 // draft nodes no row may see.
 Case poison_outside_key_sets(const Case& c, uint64_t seed);
-// The whole partly-visible-poison check of one case on `revision` (vattn/check/draft_poison.h):
-// poison a draft (chosen by `seed`), run the clean and the poisoned case with `splits`, compare.
+// The whole partly-visible-poison check of one case on `revision`: the testbed's
+// (Property::kPartlyVisiblePoison, vattn/testbed/testbed.h) with the naive GPU oracle's scales:
+// poison a draft (chosen by `seed`), run the clean and then the poisoned case with `splits`, compare.
 // `applicable` is false when the case has no partly visible draft (nothing was run); `label`
 // names the draft.
 struct PoisonCheck {
   bool applicable = false;
   RunResult clean, poisoned;
-  std::string label, diff;  // diff: "" when the property holds (or a run failed: see clean/poisoned.ok())
+  std::string label, diff;  // diff: "" when the property holds (or a run failed: see clean/poisoned.ok();
+                            // the poisoned case runs only after a clean run that is ok())
 };
 PoisonCheck check_partly_visible_poison(const Case& c, int splits, uint64_t seed,
                                         const std::string& revision = revision_under_test());

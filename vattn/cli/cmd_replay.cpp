@@ -57,10 +57,7 @@ class Replayer {
   Replayer(bool verbose, bool gpu_oracle, int splits_override, std::vector<std::unique_ptr<LiveProducer>> file_live,
            std::vector<std::unique_ptr<LiveProducer>> recipe_live)
       : verbose_(verbose), file_live_(std::move(file_live)), recipe_live_(std::move(recipe_live)),
-        gpu_oracle_(gpu_oracle), splits_override_(splits_override) {
-    // The naive GPU oracle (float32 math, float64 sums) is not a bf16-emulating reference: no ratio check then.
-    if (gpu_oracle_) tol_.max_ratio = 1e30;
-  }
+        gpu_oracle_(gpu_oracle), splits_override_(splits_override) {}
 
   void print_table_header() const {
     std::printf("%-28s %-28s %-6s %15s %10s %11s %10s\n", "case", "producer", "result", "worst err/bound", "score",
@@ -99,7 +96,10 @@ class Replayer {
       bf16 = reference_bf16_emulated(c);
       set_oracle_progress(nullptr, nullptr);
     }
-    const std::string against = gpu_oracle_ ? " vs naive_gpu_oracle" : " vs oracle_fp64";
+    // The naive GPU oracle (float32 math, float64 sums) is not a bf16-emulating reference: no
+    // yardstick, no ratio check then.
+    const testbed::References refs = gpu_oracle_ ? testbed::References{&ref64, nullptr, testbed::kNaiveGpuOracle}
+                                                 : testbed::References{&ref64, &bf16, testbed::kOracleFp64};
     const std::string bad_input = c.first_nonfinite_input();
     if (!bad_input.empty())
       std::printf("%-28s note: non-finite input at %s (legal; the oracle's output is NaN/Inf wherever it is read)\n",
@@ -113,19 +113,17 @@ class Replayer {
         row.producer = "oracle_fp64 (stored)";
         row.report = check_stored_oracle(c, ref64, o);
       } else {
-        row.report = compare(c, ref64, bf16, o.out, o.lse, o.producer + against, tol_);
+        row.report = testbed::compare_to(c, refs, o.out, o.lse, o.producer);
       }
       emit(std::move(row));
     }
-    const ReplayContext ctx{c, ref64, bf16, splits_override_ >= 0 ? splits_override_ : forced_splits_of(c)};
+    const ReplayContext ctx{c, ref64, bf16, refs, splits_override_ >= 0 ? splits_override_ : forced_splits_of(c)};
     for (const auto& p : from_recipe ? recipe_live_ : file_live_) {
       if (!p->unavailable_reason().empty()) continue;
       if (!only_producer_.empty() && p->name() != only_producer_) continue;
       ReplayRow row{source, c.name, c.recipe, p->name(), RowKind::kLive, {}};
-      std::vector<float> out, lse;
       try {
-        p->run(ctx, out, lse);
-        row.report = compare(c, ref64, bf16, out, lse, p->name() + against, tol_);
+        row.report = p->check(ctx);
       } catch (const CaseNotSupported& e) {
         std::printf("%-28s %-28s %-6s (%s)\n", printable(c.name).c_str(), printable(p->name()).c_str(), "SKIP",
                     printable(e.what()).c_str());
@@ -338,7 +336,6 @@ class Replayer {
   json not_run_ = json::array(), unusable_ = json::array();
   bool gpu_oracle_ = false;
   int splits_override_ = -1;
-  Tolerance tol_;
 };
 
 Args replay_args() {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Live producers: results replay computes now, on this machine, for each case (the
 // bf16-emulating CPU reference; on a GPU machine a kernel revision or the naive GPU oracle),
-// as opposed to outputs stored in the file. Each is compared with vattn::compare like a stored
-// output. To add one: implement LiveProducer and append it in make_live_producers().
+// as opposed to outputs stored in the file. Each is held to replay's references by the testbed's
+// comparison (vattn/testbed/verdict.h), like a stored output; the kernel runs through the testbed
+// (vattn/testbed/testbed.h, replay_kernel()). To add one: implement LiveProducer and append it in
+// make_live_producers().
 #pragma once
 
 #include <memory>
@@ -11,7 +13,9 @@
 #include <vector>
 
 #include "vattn/case/case.h"
+#include "vattn/check/tolerance.h"
 #include "vattn/oracle/cpu_oracle.h"
+#include "vattn/testbed/verdict.h"
 
 namespace vattn::cli {
 
@@ -20,7 +24,8 @@ struct ReplayContext {
   const Case& c;
   const Reference& ref64;
   const Reference& bf16ref;
-  int forced_splits = 0;  // from the recipe's splits= (0: the kernel chooses)
+  testbed::References refs;  // what every result is held to (ref64, and bf16ref as yardstick unless --oracle gpu)
+  int forced_splits = 0;     // from the recipe's splits= (0: the kernel chooses)
 };
 
 // Thrown by a producer that cannot handle this case (e.g. a shape beyond a kernel revision's
@@ -36,8 +41,9 @@ class LiveProducer {
   virtual std::string name() const = 0;  // table label, e.g. "kernel:split-v1"
   // "" when it can run here, else why not (replay prints "<name>: not run (<reason>)" once).
   virtual std::string unavailable_reason() const = 0;
-  // Fills out [n_q*H*d_v] and lse [n_q*H] as float; throws on a failed run (counted as FAIL).
-  virtual void run(const ReplayContext& ctx, std::vector<float>& out, std::vector<float>& lse) = 0;
+  // Runs on the case and holds the result to ctx.refs (the report labelled "<name> vs <oracle>");
+  // throws on a failed run (counted as FAIL).
+  virtual CompareReport check(const ReplayContext& ctx) = 0;
 };
 
 // What the command line asked for; GPU options (kernel revision, oracle choice) go here too.

@@ -36,7 +36,7 @@ KernelRunner::KernelRunner(Revision rev, const vattn_limits& limits) : rev_(std:
   size_t bytes = 0;
   const vattn_status st = rev_.api->workspace_size(&limits_, &bytes);
   if (st != VATTN_OK) throw CudaError("workspace_size: " + std::string(rev_.api->status_string(st)));
-  // 256 bytes more than asked: the argument-contract property (vattn/fuzz/worker/contract_check.h)
+  // 256 bytes more than asked: the argument-contract property (vattn/testbed/contract.h)
   // offers a misaligned workspace of the full size, which must still lie inside the buffer.
   ws_ = DeviceBuffer("workspace", bytes + 256);
 }

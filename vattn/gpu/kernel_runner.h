@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Testbed for one kernel revision (CUTLASS style: initialize, run, verify): owns the
-// workspace for a set of plan limits, poisons outputs and workspace before every run, and
-// after it reads the device error word and checks every guard band.
+// The run step of the testbed (vattn/testbed/testbed.h, which owns initialize, verify and the
+// evidence): one kernel revision planned for a set of limits. Owns the workspace, poisons
+// outputs and workspace before every run, and after it reads the device error word and checks
+// every guard band; judging the result is the testbed's.
 #pragma once
 
 #include <cstdint>

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vattn/testbed/verdict.h"
+
 namespace vattn::fuzz {
 
 using json = nlohmann::json;
@@ -42,17 +44,15 @@ class LineReader {
   std::string buffer_;
 };
 
-// One case's verdict, as the worker reports it and the journal stores it.
-struct Verdict {
+// One case's verdict, as the worker reports it and the journal stores it: the testbed's verdict
+// (vattn/testbed/verdict.h: class, check, detail, oracle, error word), and what ended a worker
+// (crash | hang | died), the case's index, its repro and times.
+struct Verdict : testbed::Verdict {
+  Verdict() = default;
+  Verdict(const testbed::Verdict& v) : testbed::Verdict(v) {}  // NOLINT(google-explicit-constructor): a judgement is a verdict
   int64_t index = -1;
-  std::string verdict = "pass";  // pass | wrong | device-error | guard | refused | crash | hang | died
-  std::string check;              // which check decided ("vs oracle_fp64", "fp32 partials", ...)
-  std::string detail;             // one line of evidence
-  std::string oracle;             // "oracle_fp64" | "naive_gpu_oracle" | ""
   std::string repro;              // path of the repro the worker wrote, or ""
-  uint32_t device_error = 0;      // the device error word the run left
   double target_s = 0, oracle_s = 0, total_s = 0;  // time in the code under test, in the oracle, start to verdict
-  bool failed() const { return verdict != "pass"; }
   // The finding's identity: one bug hit ten thousand times is one signature.
   std::string signature() const;
   json to_json() const;

@@ -12,7 +12,8 @@
 
 #include "vattn/recipe/vocab.h"
 #include "vattn/fuzz/worker/target.h"
-#include "vattn/fuzz/worker/verify.h"
+#include "vattn/testbed/repro.h"
+#include "vattn/testbed/verdict.h"
 
 namespace vattn::fuzz {
 
@@ -96,9 +97,9 @@ class HostReference : public Target {
     if (!wrong.empty() && !out->empty()) (*out)[out->size() / 2] += 0.75f;  // far outside any bf16 bound
     return [this, &c, result, out, lse](const ReproRequest& repro) {
       const Reference ref = oracle_fp64(c);
-      Verdict v = compare_verdict(c, ref, result.get(), *out, *lse, "oracle_fp64", name_);
+      Verdict v = testbed::compare_verdict(c, {&ref, result.get(), testbed::kOracleFp64}, *out, *lse, name_);
       if (repro.wanted(v)) {
-        write_repro_file(c, repro.path, name_, &ref, "oracle_fp64", out.get(), lse.get(), v.signature());
+        testbed::write_repro_file(c, repro.path, name_, &ref, testbed::kOracleFp64, out.get(), lse.get(), v.signature());
         v.repro = repro.path;
       }
       return v;
@@ -107,7 +108,7 @@ class HostReference : public Target {
 
   void write_repro(const Case& c, const std::string& path, const std::string& note) override {
     const Reference ref = oracle_fp64(c);
-    write_repro_file(c, path, name_, &ref, "oracle_fp64", nullptr, nullptr, note);
+    testbed::write_repro_file(c, path, name_, &ref, testbed::kOracleFp64, nullptr, nullptr, note);
   }
 
  private:

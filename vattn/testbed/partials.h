@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The fp32-partials property (used by the GPU target on every multi-split case it samples).
+// The fp32-partials property (Property::kFp32Partials; the fuzz worker's GPU target samples it).
 // With every query zero, every score is 0 and every probability exactly 1, so each output is the
 // plain mean of the V rows its row sees, and nothing a correct kernel does rounds below fp32
 // before the final bf16 store, whatever the split count. Partials stored in bf16 add a rounding of
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace vattn::fuzz {
+namespace vattn::testbed {
 
 struct RoundingTally {
   long long checked = 0, misrounded = 0;
@@ -35,4 +35,4 @@ std::string partials_problem(const std::vector<float>& multi, const std::vector<
 // Whether an fp32 value lies within 1/64 ulp of a bf16 rounding midpoint.
 bool near_bf16_tie(float x);
 
-}  // namespace vattn::fuzz
+}  // namespace vattn::testbed

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "vattn/fuzz/worker/contract_check.h"
+#include "vattn/testbed/contract.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 
 #include "vattn/gpu/cuda_check.h"
 
-namespace vattn::fuzz {
+namespace vattn::testbed {
 
 namespace {
 
@@ -167,4 +167,4 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
   return "";
 }
 
-}  // namespace vattn::fuzz
+}  // namespace vattn::testbed

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The argument-contract property (GPU target, on a sample of cases): run() with one host-known
-// argument broken must refuse with the status vattn_abi.h gives for it (a null pointer, a
-// negative or zero count, a bad scale: INVALID_ARGUMENT; dims or heads it does not implement:
+// The argument-contract property (Property::kArgumentContract; the fuzz worker samples it): run()
+// with one host-known argument broken must refuse with the status vattn_abi.h gives for it (a
+// null pointer, a negative or zero count, a bad scale: INVALID_ARGUMENT; dims or heads it does not implement:
 // UNSUPPORTED; a count beyond the plan: LIMITS; a workspace null, too small or not 256-byte
 // aligned: WORKSPACE; limits the revision cannot plan: any of INVALID, LIMITS, UNSUPPORTED, and
 // workspace_size() must refuse those limits too), and
@@ -14,10 +14,10 @@
 #include "vattn/gpu/device_case.h"
 #include "vattn/gpu/kernel_runner.h"
 
-namespace vattn::fuzz {
+namespace vattn::testbed {
 
 // "" when every broken call was refused as it should be, else the first one that was not.
 // Leaves the case's outputs and the runner's workspace poisoned.
 std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc);
 
-}  // namespace vattn::fuzz
+}  // namespace vattn::testbed

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "vattn/fuzz/worker/partials_check.h"
+#include "vattn/testbed/partials.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace vattn::fuzz {
+namespace vattn::testbed {
 
 namespace {
 constexpr double kMaxExtraMisrounded = 0.02;
@@ -62,4 +62,4 @@ std::string partials_problem(const std::vector<float>& multi, const std::vector<
   return buf;
 }
 
-}  // namespace vattn::fuzz
+}  // namespace vattn::testbed
