@@ -16,8 +16,8 @@
 #   multigpu  scripts/device/multigpu_step.sh $VATTN_MULTI_SECONDS (default 120): split-v1 on one GPU,
 #             on every GPU, and the planted crash revision on every GPU, with their checks (two or
 #             more GPUs: device kind nvidia-h200-x2)
-#   fuzz-ab   split-v1 for $VATTN_AB_SECONDS (default 60) s each: as is, VATTN_FUZZ_BLOCKING_SYNC=1,
-#             --threads = all cores, VATTN_FUZZ_PLAIN_UPLOAD=1 (cases/s and where the time goes)
+#   fuzz-ab   split-v1 for $VATTN_AB_SECONDS (default 60) s each: as is, --threads = all cores,
+#             VATTN_FUZZ_PLAIN_UPLOAD=1 (cases/s and where the time goes)
 #   python    scripts/device/python_step.sh: SGLang's Triton kernel as a producer and the capture
 #             hook around it, replayed against the oracle and split-v1 (.device/sglang-files)
 #   mutation  scripts/device/mutation_step.sh on $VATTN_MUTANTS (default .device-mutants, made
@@ -99,7 +99,7 @@ for step in $steps; do
     multigpu) bash "$root/scripts/device/multigpu_step.sh" "${VATTN_MULTI_SECONDS:-120}" || rc=1 ;;
     fuzz-ab)
       s=${VATTN_AB_SECONDS:-60}
-      for variant in "as-is" "VATTN_FUZZ_BLOCKING_SYNC=1" "--threads $(nproc)" "VATTN_FUZZ_PLAIN_UPLOAD=1"; do
+      for variant in "as-is" "--threads $(nproc)" "VATTN_FUZZ_PLAIN_UPLOAD=1"; do
         envs=() args=()
         case $variant in --*) read -r -a args <<<"$variant" ;; as-is) ;; *) envs=("$variant") ;; esac
         rm -rf /tmp/vattn-ab
