@@ -88,7 +88,7 @@ Case build_case(const std::string& name, int heads, int d_qk, int d_v, const std
   for (int i = 0; i < rows; ++i) c.kv_slot_ids.push_back((int64_t{1} << 20) + int64_t{i} * 7919);
   const auto n_q = static_cast<size_t>(c.n_q());
   c.q = random_bits(n_q * static_cast<size_t>(heads * d_qk), rng);
-  c.kv_pool = random_bits(static_cast<size_t>(rows * d_qk), rng);
+  c.kv_pool = random_bits(static_cast<size_t>(rows) * static_cast<size_t>(d_qk), rng);
   c.kv_draft = random_bits(n_q * static_cast<size_t>(d_qk), rng);
   return c;
 }

@@ -68,7 +68,7 @@ Scalar scalar_reference(const Case& c) {
       const int n = c.qo_indptr[static_cast<size_t>(b)] + i;
       for (int j = 0; j < c.drafts(b); ++j) {
         if (c.visible(b, i, j)) {
-          const size_t row = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + j);
+          const size_t row = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(j);
           keys.push_back(&c.kv_draft[row * static_cast<size_t>(dqk)]);
         }
       }
@@ -185,7 +185,7 @@ TEST_CASE("empty key sets give out 0 and lse -inf in both oracles", "[oracle]") 
   int empties = 0;
   for (int b = 0; b < c.num_requests(); ++b) {
     for (int i = 0; i < c.drafts(b); ++i) {
-      const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + i);
+      const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(i);
       for (size_t h = 0; h < H; ++h) {
         const size_t g = n * H + h;
         if (row_empty(c, b, i)) {
@@ -219,7 +219,7 @@ TEST_CASE("poison outside K changes nothing, bitwise", "[oracle]") {
     for (int j = 0; j < clean.drafts(b); ++j) {
       bool seen = false;
       for (int i = 0; i < clean.drafts(b); ++i) seen = seen || clean.visible(b, i, j);
-      const size_t n = static_cast<size_t>(clean.qo_indptr[static_cast<size_t>(b)] + j);
+      const size_t n = static_cast<size_t>(clean.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(j);
       if (!seen)
         for (size_t d = 0; d < dqk; ++d) poisoned.kv_draft[n * dqk + d] = poison[(k++) % 3];
       if (row_empty(clean, b, j))
@@ -315,7 +315,7 @@ TEST_CASE("q = 0 gives the mean of the visible V rows and lse = ln |K|", "[oracl
         add(&c.kv_pool[static_cast<size_t>(c.kv_indices[static_cast<size_t>(k)]) * dqk]);
       for (int j = 0; j < c.drafts(b); ++j)
         if (c.visible(b, i, j)) add(&c.kv_draft[static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + j) * dqk]);
-      const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + i);
+      const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(i);
       for (size_t h = 0; h < H; ++h) {
         CHECK(r.lse[n * H + h] == Approx(std::log(static_cast<double>(count))).epsilon(1e-14));
         for (size_t d = 0; d < dv; ++d)
