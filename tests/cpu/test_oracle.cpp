@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -22,6 +23,21 @@ using vattn::Reference;
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
+
+// The bit pattern of a double: equal patterns mean equal bits, NaN payloads and -0.0 included.
+uint64_t bits_of(double x) {
+  static_assert(sizeof(uint64_t) == sizeof(double), "double is 64 bits");
+  uint64_t u = 0;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+// n doubles from a and b agree bit for bit.
+bool same_bits(const double* a, const double* b, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (bits_of(a[i]) != bits_of(b[i])) return false;
+  return true;
+}
 
 using Req = vattn::test::HandRequest;
 
@@ -264,8 +280,8 @@ TEST_CASE("NaN inside K propagates to exactly the rows that see it", "[oracle]")
       } else {
         CHECK(r.lse[g] == a.lse[g]);
         CHECK(r16.lse[g] == a16.lse[g]);
-        CHECK(std::memcmp(&r.out[g * dv], &a.out[g * dv], dv * sizeof(double)) == 0);
-        CHECK(std::memcmp(&r16.out[g * dv], &a16.out[g * dv], dv * sizeof(double)) == 0);
+        CHECK(same_bits(&r.out[g * dv], &a.out[g * dv], dv));
+        CHECK(same_bits(&r16.out[g * dv], &a16.out[g * dv], dv));
       }
     }
   }

@@ -6,6 +6,7 @@
 // VATTN_FUZZ_CASES or RC_PARAMS (see vattn/fuzz/README.md).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -43,7 +44,15 @@ std::string where(const Case& c, int64_t row, int h) {
   return os.str();
 }
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+// The bit pattern of a double: equal patterns mean equal bits, NaN payloads and -0.0 included.
+uint64_t bits_of(double x) {
+  static_assert(sizeof(uint64_t) == sizeof(double), "double is 64 bits");
+  uint64_t u = 0;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+bool same_bits(double a, double b) { return bits_of(a) == bits_of(b); }
 
 // "" when out and lse agree bit for bit; else the first difference, located.
 std::string bitwise_difference(const Case& c, const Reference& a, const Reference& b) {
