@@ -2,13 +2,13 @@
 // Case files: a hand-built case survives write + read bit for bit; large datasets are chunked
 // and compressed; outputs can be added and replaced; the writer refuses what the reader would.
 #include <hdf5.h>
-#include <stdlib.h>
 
 #include <catch2/catch.hpp>
 
 #include "tests/cpu/temp_dir.h"
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>

@@ -370,6 +370,7 @@ TEST_CASE("value profiles have the features they promise", "[generate]") {
     for (int b = 0; b < 2; ++b) {
       const int64_t row = c.qo_indptr[b];
       std::vector<double> s;
+      s.reserve(static_cast<size_t>(c.prefix_len(b)));
       for (int p = 0; p < c.prefix_len(b); ++p) s.push_back(logit(c, row, 0, prefix_key(c, b, p)));
       const double mx = *std::max_element(s.begin(), s.end());
       double sum = 0;

@@ -266,7 +266,7 @@ Case poisoned(const Case& c) {
 // The oracle's properties.
 
 TEST_CASE("oracle property: moving KV rows to other pool slots changes nothing, bitwise", "[property][oracle]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("slot permutation", [b] {
     const Recipe r = *gen_recipe(b);
     const auto perm_seed = *rc::gen::inRange<uint64_t>(0, uint64_t{1} << 32);
@@ -280,7 +280,7 @@ TEST_CASE("oracle property: moving KV rows to other pool slots changes nothing, 
 }
 
 TEST_CASE("oracle property: a request alone equals the same request inside the batch, bitwise", "[property][oracle]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("batch independence", [b] {
     const Recipe r = *gen_recipe(b);
     const Case c = generate_case(r);
@@ -304,7 +304,7 @@ TEST_CASE("oracle property: a request alone equals the same request inside the b
 
 TEST_CASE("oracle property: a head computed alone equals that head in the full case", "[property][oracle]") {
   // Not promised bitwise: one head is a smaller matrix product, which may sum in another order.
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("head independence", [b] {
     const Recipe r = *gen_recipe(b);
     const Case c = generate_case(r);
@@ -330,7 +330,7 @@ TEST_CASE("oracle property: a head computed alone equals that head in the full c
 }
 
 TEST_CASE("oracle property: NaN/Inf outside every key set changes nothing, bitwise", "[property][oracle]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("poison independence", [b] {
     const Recipe r = *gen_recipe(b);
     const Case c = generate_case(r);
@@ -342,7 +342,7 @@ TEST_CASE("oracle property: NaN/Inf outside every key set changes nothing, bitwi
 }
 
 TEST_CASE("oracle property: a chain tree equals causal attention over prefix + drafts", "[property][oracle]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   const auto chains = rc::gen::map(gen_recipe(b), [](Recipe r) {
     r.tree = "chain";
     return r;
@@ -380,7 +380,7 @@ TEST_CASE("oracle property: a chain tree equals causal attention over prefix + d
 }
 
 TEST_CASE("oracle property: q = 0 gives the mean of the visible V rows", "[property][oracle]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("zero query averages V", [b] {
     const Recipe r = *gen_recipe(b);
     Case c = generate_case(r);
@@ -422,7 +422,7 @@ TEST_CASE("oracle property: q = 0 gives the mean of the visible V rows", "[prope
 }
 
 TEST_CASE("oracle property: the probabilities exp(s_k - lse) sum to 1 on every non-empty row", "[property][oracle]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("lse consistency", [b] {
     const Recipe r = *gen_recipe(b);
     const Case c = generate_case(r);
@@ -516,7 +516,7 @@ std::function<const char*(const char*)> lookup_in(std::map<std::string, std::str
 }  // namespace
 
 TEST_CASE("recipe generator: recipes fit the budget, print and parse back, and build valid cases", "[property][fuzz]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("recipe -> valid case", [b] {
     const Recipe r = *gen_recipe(b);
     check_within_budget(r, b);
@@ -550,6 +550,7 @@ TEST_CASE("recipe generator: recipes fit the budget, print and parse back, and b
 TEST_CASE("recipe generator: the edge values are drawn", "[property][fuzz]") {
   auto draw_all = [](const GenBudget& b, int n, int size) {
     std::vector<Recipe> v;
+    v.reserve(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) v.push_back(gen_recipe(b)(rc::Random(static_cast<uint64_t>(i) + 1), size).value());
     return v;
   };
