@@ -23,8 +23,8 @@
 #ifndef VATTN_ABI_H
 #define VATTN_ABI_H
 
-#include <stddef.h>
-#include <stdint.h>
+#include <stddef.h>  // NOLINT(modernize-deprecated-headers): a C header, it must stay valid C
+#include <stdint.h>  // NOLINT(modernize-deprecated-headers): a C header, it must stay valid C
 
 #include <cuda_runtime_api.h>
 
@@ -116,7 +116,7 @@ typedef struct vattn_revision {
 } vattn_revision;
 
 /* A revision built as a shared library exports this symbol. */
-typedef const vattn_revision* (*vattn_get_revision_fn)(void);
+typedef const vattn_revision* (*vattn_get_revision_fn)(void);  // NOLINT(modernize-redundant-void-arg): a C header
 #define VATTN_GET_REVISION_SYMBOL "vattn_get_revision_v1"
 
 #ifdef __cplusplus

@@ -15,7 +15,7 @@
 #ifndef VATTN_TIMELINE_H
 #define VATTN_TIMELINE_H
 
-#include <stdint.h>
+#include <stdint.h>  // NOLINT(modernize-deprecated-headers): a C header, it must stay valid C
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,13 +2,13 @@
 // Case files: a hand-built case survives write + read bit for bit; large datasets are chunked
 // and compressed; outputs can be added and replaced; the writer refuses what the reader would.
 #include <hdf5.h>
-#include <stdlib.h>
 
 #include <catch2/catch.hpp>
 
 #include "tests/cpu/temp_dir.h"
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -88,7 +88,7 @@ Case build_case(const std::string& name, int heads, int d_qk, int d_v, const std
   for (int i = 0; i < rows; ++i) c.kv_slot_ids.push_back((int64_t{1} << 20) + int64_t{i} * 7919);
   const auto n_q = static_cast<size_t>(c.n_q());
   c.q = random_bits(n_q * static_cast<size_t>(heads * d_qk), rng);
-  c.kv_pool = random_bits(static_cast<size_t>(rows * d_qk), rng);
+  c.kv_pool = random_bits(static_cast<size_t>(rows) * static_cast<size_t>(d_qk), rng);
   c.kv_draft = random_bits(n_q * static_cast<size_t>(d_qk), rng);
   return c;
 }
@@ -119,6 +119,14 @@ vattn::CaseFileHeader test_header() {
   return h;
 }
 
+// The bit pattern of a double: equal patterns mean equal bits, NaN payloads and -0.0 included.
+uint64_t bits_of(double x) {
+  static_assert(sizeof(uint64_t) == sizeof(double), "double is 64 bits");
+  uint64_t u = 0;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
@@ -130,7 +138,7 @@ void require_same_case(const Case& got, const Case& want) {
   CHECK(got.num_heads == want.num_heads);
   CHECK(got.d_qk == want.d_qk);
   CHECK(got.d_v == want.d_v);
-  CHECK(std::memcmp(&got.sm_scale, &want.sm_scale, sizeof(double)) == 0);
+  CHECK(bits_of(got.sm_scale) == bits_of(want.sm_scale));
   CHECK(same_bits(got.q, want.q));
   CHECK(same_bits(got.kv_pool, want.kv_pool));
   CHECK(same_bits(got.kv_indices, want.kv_indices));

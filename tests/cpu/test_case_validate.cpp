@@ -3,11 +3,11 @@
 // corrupted with the raw HDF5 C API, and the reader must refuse it naming the file, the case
 // and the field. A padded tree node (all-zero mask row) is the one zero diagonal allowed.
 #include <hdf5.h>
-#include <stdlib.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <string>

@@ -75,7 +75,8 @@ double logit(const Case& c, int64_t q_row, int h, const uint16_t* key) {
   return c.sm_scale * s;
 }
 const uint16_t* prefix_key(const Case& c, int b, int p) {
-  return &c.kv_pool[static_cast<size_t>(c.kv_indices[static_cast<size_t>(c.kv_indptr[b] + p)]) * c.d_qk];
+  const size_t slot = static_cast<size_t>(c.kv_indptr[b]) + static_cast<size_t>(p);
+  return &c.kv_pool[static_cast<size_t>(c.kv_indices[slot]) * c.d_qk];
 }
 
 }  // namespace
@@ -343,7 +344,7 @@ TEST_CASE("poison fills exactly what no K(b,i) contains", "[generate]") {
         int padded_rows = 0;
         for (int b = 0; b < c.num_requests(); ++b) {
           for (int i = 0; i < c.drafts(b); ++i) {
-            const size_t row = static_cast<size_t>(c.qo_indptr[b] + i);
+            const size_t row = static_cast<size_t>(c.qo_indptr[b]) + static_cast<size_t>(i);
             const bool padded = par(b, i);
             padded_rows += padded;
             const bool bad_expected = padded && poisoned;
@@ -369,6 +370,7 @@ TEST_CASE("value profiles have the features they promise", "[generate]") {
     for (int b = 0; b < 2; ++b) {
       const int64_t row = c.qo_indptr[b];
       std::vector<double> s;
+      s.reserve(static_cast<size_t>(c.prefix_len(b)));
       for (int p = 0; p < c.prefix_len(b); ++p) s.push_back(logit(c, row, 0, prefix_key(c, b, p)));
       const double mx = *std::max_element(s.begin(), s.end());
       double sum = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -22,6 +23,21 @@ using vattn::Reference;
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
+
+// The bit pattern of a double: equal patterns mean equal bits, NaN payloads and -0.0 included.
+uint64_t bits_of(double x) {
+  static_assert(sizeof(uint64_t) == sizeof(double), "double is 64 bits");
+  uint64_t u = 0;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+// n doubles from a and b agree bit for bit.
+bool same_bits(const double* a, const double* b, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (bits_of(a[i]) != bits_of(b[i])) return false;
+  return true;
+}
 
 using Req = vattn::test::HandRequest;
 
@@ -68,7 +84,7 @@ Scalar scalar_reference(const Case& c) {
       const int n = c.qo_indptr[static_cast<size_t>(b)] + i;
       for (int j = 0; j < c.drafts(b); ++j) {
         if (c.visible(b, i, j)) {
-          const size_t row = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + j);
+          const size_t row = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(j);
           keys.push_back(&c.kv_draft[row * static_cast<size_t>(dqk)]);
         }
       }
@@ -185,7 +201,7 @@ TEST_CASE("empty key sets give out 0 and lse -inf in both oracles", "[oracle]") 
   int empties = 0;
   for (int b = 0; b < c.num_requests(); ++b) {
     for (int i = 0; i < c.drafts(b); ++i) {
-      const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + i);
+      const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(i);
       for (size_t h = 0; h < H; ++h) {
         const size_t g = n * H + h;
         if (row_empty(c, b, i)) {
@@ -219,7 +235,7 @@ TEST_CASE("poison outside K changes nothing, bitwise", "[oracle]") {
     for (int j = 0; j < clean.drafts(b); ++j) {
       bool seen = false;
       for (int i = 0; i < clean.drafts(b); ++i) seen = seen || clean.visible(b, i, j);
-      const size_t n = static_cast<size_t>(clean.qo_indptr[static_cast<size_t>(b)] + j);
+      const size_t n = static_cast<size_t>(clean.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(j);
       if (!seen)
         for (size_t d = 0; d < dqk; ++d) poisoned.kv_draft[n * dqk + d] = poison[(k++) % 3];
       if (row_empty(clean, b, j))
@@ -264,8 +280,8 @@ TEST_CASE("NaN inside K propagates to exactly the rows that see it", "[oracle]")
       } else {
         CHECK(r.lse[g] == a.lse[g]);
         CHECK(r16.lse[g] == a16.lse[g]);
-        CHECK(std::memcmp(&r.out[g * dv], &a.out[g * dv], dv * sizeof(double)) == 0);
-        CHECK(std::memcmp(&r16.out[g * dv], &a16.out[g * dv], dv * sizeof(double)) == 0);
+        CHECK(same_bits(&r.out[g * dv], &a.out[g * dv], dv));
+        CHECK(same_bits(&r16.out[g * dv], &a16.out[g * dv], dv));
       }
     }
   }
@@ -315,7 +331,7 @@ TEST_CASE("q = 0 gives the mean of the visible V rows and lse = ln |K|", "[oracl
         add(&c.kv_pool[static_cast<size_t>(c.kv_indices[static_cast<size_t>(k)]) * dqk]);
       for (int j = 0; j < c.drafts(b); ++j)
         if (c.visible(b, i, j)) add(&c.kv_draft[static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + j) * dqk]);
-      const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + i);
+      const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(i);
       for (size_t h = 0; h < H; ++h) {
         CHECK(r.lse[n * H + h] == Approx(std::log(static_cast<double>(count))).epsilon(1e-14));
         for (size_t d = 0; d < dv; ++d)

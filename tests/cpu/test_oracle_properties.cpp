@@ -6,6 +6,7 @@
 // VATTN_FUZZ_CASES or RC_PARAMS (see vattn/fuzz/README.md).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -43,7 +44,15 @@ std::string where(const Case& c, int64_t row, int h) {
   return os.str();
 }
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+// The bit pattern of a double: equal patterns mean equal bits, NaN payloads and -0.0 included.
+uint64_t bits_of(double x) {
+  static_assert(sizeof(uint64_t) == sizeof(double), "double is 64 bits");
+  uint64_t u = 0;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+bool same_bits(double a, double b) { return bits_of(a) == bits_of(b); }
 
 // "" when out and lse agree bit for bit; else the first difference, located.
 std::string bitwise_difference(const Case& c, const Reference& a, const Reference& b) {
@@ -257,7 +266,7 @@ Case poisoned(const Case& c) {
 // The oracle's properties.
 
 TEST_CASE("oracle property: moving KV rows to other pool slots changes nothing, bitwise", "[property][oracle]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("slot permutation", [b] {
     const Recipe r = *gen_recipe(b);
     const auto perm_seed = *rc::gen::inRange<uint64_t>(0, uint64_t{1} << 32);
@@ -271,7 +280,7 @@ TEST_CASE("oracle property: moving KV rows to other pool slots changes nothing, 
 }
 
 TEST_CASE("oracle property: a request alone equals the same request inside the batch, bitwise", "[property][oracle]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("batch independence", [b] {
     const Recipe r = *gen_recipe(b);
     const Case c = generate_case(r);
@@ -295,7 +304,7 @@ TEST_CASE("oracle property: a request alone equals the same request inside the b
 
 TEST_CASE("oracle property: a head computed alone equals that head in the full case", "[property][oracle]") {
   // Not promised bitwise: one head is a smaller matrix product, which may sum in another order.
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("head independence", [b] {
     const Recipe r = *gen_recipe(b);
     const Case c = generate_case(r);
@@ -321,7 +330,7 @@ TEST_CASE("oracle property: a head computed alone equals that head in the full c
 }
 
 TEST_CASE("oracle property: NaN/Inf outside every key set changes nothing, bitwise", "[property][oracle]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("poison independence", [b] {
     const Recipe r = *gen_recipe(b);
     const Case c = generate_case(r);
@@ -333,7 +342,7 @@ TEST_CASE("oracle property: NaN/Inf outside every key set changes nothing, bitwi
 }
 
 TEST_CASE("oracle property: a chain tree equals causal attention over prefix + drafts", "[property][oracle]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   const auto chains = rc::gen::map(gen_recipe(b), [](Recipe r) {
     r.tree = "chain";
     return r;
@@ -371,7 +380,7 @@ TEST_CASE("oracle property: a chain tree equals causal attention over prefix + d
 }
 
 TEST_CASE("oracle property: q = 0 gives the mean of the visible V rows", "[property][oracle]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("zero query averages V", [b] {
     const Recipe r = *gen_recipe(b);
     Case c = generate_case(r);
@@ -413,7 +422,7 @@ TEST_CASE("oracle property: q = 0 gives the mean of the visible V rows", "[prope
 }
 
 TEST_CASE("oracle property: the probabilities exp(s_k - lse) sum to 1 on every non-empty row", "[property][oracle]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("lse consistency", [b] {
     const Recipe r = *gen_recipe(b);
     const Case c = generate_case(r);
@@ -507,7 +516,7 @@ std::function<const char*(const char*)> lookup_in(std::map<std::string, std::str
 }  // namespace
 
 TEST_CASE("recipe generator: recipes fit the budget, print and parse back, and build valid cases", "[property][fuzz]") {
-  const GenBudget b = budget();
+  const GenBudget& b = budget();
   rc_prop("recipe -> valid case", [b] {
     const Recipe r = *gen_recipe(b);
     check_within_budget(r, b);
@@ -541,6 +550,7 @@ TEST_CASE("recipe generator: recipes fit the budget, print and parse back, and b
 TEST_CASE("recipe generator: the edge values are drawn", "[property][fuzz]") {
   auto draw_all = [](const GenBudget& b, int n, int size) {
     std::vector<Recipe> v;
+    v.reserve(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) v.push_back(gen_recipe(b)(rc::Random(static_cast<uint64_t>(i) + 1), size).value());
     return v;
   };

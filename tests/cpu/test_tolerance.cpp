@@ -70,7 +70,7 @@ Result scalar_kernel(const Case& c, int tile, bool truncate_out) {
       for (int j = 0; j < c.drafts(b); ++j)
         if (c.visible(b, i, j)) keys.push_back(&c.kv_draft[static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + j) * dqk]);
       if (keys.empty()) continue;
-      const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + i);
+      const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(i);
       for (size_t h = 0; h < H; ++h) {
         const uint16_t* q = &c.q[(n * H + h) * dqk];
         float m = -std::numeric_limits<float>::infinity(), l = 0;
@@ -136,7 +136,7 @@ const Fixture& fixture() {
 }
 
 size_t at(const Case& c, int request, int draft, int head, int column) {
-  const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(request)] + draft);
+  const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(request)]) + static_cast<size_t>(draft);
   return (n * kH + static_cast<size_t>(head)) * kDv + static_cast<size_t>(column);
 }
 

@@ -83,7 +83,7 @@ std::string Case::first_nonfinite_input() const {
   for (int b = 0; b < num_requests(); ++b) {
     for (int i = 0; i < drafts(b); ++i) {
       if (visible_keys(b, i) == 0) continue;  // an empty row reads nothing, not even its q
-      const size_t token = static_cast<size_t>(qo_indptr[b] + i);
+      const size_t token = static_cast<size_t>(qo_indptr[b]) + static_cast<size_t>(i);
       for (size_t e = token * per_token; e < (token + 1) * per_token; ++e) {
         if (nonfinite(q[e]))
           return "q[token " + std::to_string(token) + ", head " + std::to_string(e % per_token / d_qk) + ", col " +
@@ -93,7 +93,7 @@ std::string Case::first_nonfinite_input() const {
   }
   for (int b = 0; b < num_requests(); ++b) {
     for (int k = 0; k < prefix_len(b); ++k) {
-      const int64_t row = kv_indices[static_cast<size_t>(kv_indptr[b] + k)];
+      const int64_t row = kv_indices[static_cast<size_t>(kv_indptr[b]) + static_cast<size_t>(k)];
       for (int d = 0; d < d_qk; ++d) {
         if (nonfinite(kv_pool[static_cast<size_t>(row * d_qk + d)]))
           return "kv_pool[row " + std::to_string(row) + ", col " + std::to_string(d) + "] (request " +

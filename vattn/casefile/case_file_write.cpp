@@ -194,29 +194,29 @@ struct TempFile {
 
 }  // namespace
 
-void write_case_file(const std::string& given, const CaseFileHeader& header, const std::vector<Case>& cases) {
-  const std::string path = write_target(given);  // a link is written through, not replaced
+void write_case_file(const std::string& path, const CaseFileHeader& header, const std::vector<Case>& cases) {
+  const std::string target = write_target(path);  // a link is written through, not replaced
   h5::silence_library_errors();
-  check_header(header, path);
+  check_header(header, target);
   std::set<std::string> names;
   for (const Case& c : cases) {
-    check_case(c, path);
-    if (!names.insert(c.name).second) Where{path, c.name, ""}.write_error("two cases have this name");
+    check_case(c, target);
+    if (!names.insert(c.name).second) Where{target, c.name, ""}.write_error("two cases have this name");
   }
 
-  TempFile tmp{path + ".tmp" + std::to_string(getpid())};
+  TempFile tmp{target + ".tmp" + std::to_string(getpid())};
   {
-    const Where w{path, "", ""};
+    const Where w{target, "", ""};
     h5::File file(H5Fcreate(tmp.path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
     if (!file.valid()) w.write_error_h5("cannot create " + tmp.path);
-    write_header(file.get(), header, path);
+    write_header(file.get(), header, target);
     h5::Group group = h5::create_group(file.get(), "cases", w.at("cases"));
-    for (const Case& c : cases) write_case(group.get(), c, path);
+    for (const Case& c : cases) write_case(group.get(), c, target);
     if (group.close() < 0 || file.close() < 0) w.write_error_h5("cannot close the file");
   }
   std::error_code ec;
-  std::filesystem::rename(tmp.path, path, ec);
-  if (ec) Where{path, "", ""}.write_error("cannot move " + tmp.path + " into place: " + ec.message());
+  std::filesystem::rename(tmp.path, target, ec);
+  if (ec) Where{target, "", ""}.write_error("cannot move " + tmp.path + " into place: " + ec.message());
   tmp.keep = true;
 }
 

@@ -10,7 +10,7 @@ namespace vattn::h5 {
 // Timestamps make every write of the same data differ; goldens must not churn in git.
 Plist untimed_create_plist(hid_t plist_class, const Where& w) {
   Plist p(H5Pcreate(plist_class));
-  if (!p.valid() || H5Pset_obj_track_times(p.get(), 0) < 0) w.write_error_h5("cannot create a property list");
+  if (!p.valid() || H5Pset_obj_track_times(p.get(), false) < 0) w.write_error_h5("cannot create a property list");
   return p;
 }
 
@@ -135,7 +135,10 @@ void require_written(hid_t dataset, size_t count, const Where& w) {
   if (H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) != static_cast<int>(dims.size()))
     w.read_error_h5("cannot read its chunk shape");
   long double need = 1;
-  for (size_t i = 0; i < dims.size(); ++i) need *= static_cast<long double>((dims[i] + chunk[i] - 1) / std::max<hsize_t>(chunk[i], 1));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const hsize_t along = (dims[i] + chunk[i] - 1) / std::max<hsize_t>(chunk[i], 1);  // chunks along i, rounded up
+    need *= static_cast<long double>(along);
+  }
   hsize_t have = 0;
   Space space(H5Dget_space(dataset));
   if (!space.valid() || H5Dget_num_chunks(dataset, space.get(), &have) < 0) w.read_error_h5("cannot count its chunks");

@@ -3,11 +3,11 @@
 
 #include "vattn/case/fd_write.h"
 
-#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <cstdio>
@@ -63,9 +63,13 @@ const char* map_messages(const std::string& segv, const std::string& bus, const 
   if (p == MAP_FAILED) return nullptr;
   char* out = static_cast<char*>(p);
   std::memcpy(out, &n, sizeof n);
+  // The texts are stored back to back without terminators on purpose: page_text() cuts them out
+  // by the lengths above, and the handler write(2)s exactly that many bytes.
+  // NOLINTBEGIN(bugprone-not-null-terminated-result)
   std::memcpy(out + sizeof n, segv.data(), segv.size());
   std::memcpy(out + sizeof n + segv.size(), bus.data(), bus.size());
   std::memcpy(out + sizeof n + segv.size() + bus.size(), timeout.data(), timeout.size());
+  // NOLINTEND(bugprone-not-null-terminated-result)
   if (::mprotect(p, bytes, PROT_READ) != 0) {
     ::munmap(p, bytes);
     return nullptr;

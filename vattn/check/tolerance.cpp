@@ -156,6 +156,7 @@ namespace {
 template <class K, class Label>
 std::string largest(const std::map<K, int64_t>& m, int64_t over, size_t keep, Label label) {
   std::vector<std::pair<int64_t, K>> v;
+  v.reserve(m.size());
   for (const auto& [k, n] : m) v.emplace_back(n, k);
   std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   std::ostringstream os;

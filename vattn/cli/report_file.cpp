@@ -29,9 +29,9 @@ std::string report_path_problem(const std::string& path, const std::vector<std::
   return write_target_problem(path);
 }
 
-std::string write_report(const std::string& given, const std::string& text) {
-  const std::string path = write_target(given);
-  const std::string tmp = folder_of(path) + "/." + fs::path(path).filename().string() + ".tmp" +
+std::string write_report(const std::string& path, const std::string& text) {
+  const std::string target = write_target(path);
+  const std::string tmp = folder_of(target) + "/." + fs::path(target).filename().string() + ".tmp" +
                           std::to_string(static_cast<long>(::getpid()));
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return "cannot create " + tmp + ": " + system_reason();
@@ -42,7 +42,7 @@ std::string write_report(const std::string& given, const std::string& text) {
     std::remove(tmp.c_str());
     return "writing " + tmp + " failed: " + why;
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     const std::string why = system_reason();
     std::remove(tmp.c_str());
     return "cannot move the report into place: " + why;

@@ -122,7 +122,7 @@ Case generate_case(const Recipe& r, const std::string& name) {
   for (int b = 0; b < B; ++b) {
     const auto depth = depths(parents[static_cast<size_t>(b)]);
     for (int i = 0; i < c.drafts(b); ++i) {
-      const size_t row = static_cast<size_t>(c.qo_indptr[b] + i);
+      const size_t row = static_cast<size_t>(c.qo_indptr[b]) + static_cast<size_t>(i);
       const int pos = c.prefix_len(b) + depth[static_cast<size_t>(i)];
       profile->draft_row(b, i, pos, &c.kv_draft[row * dqk]);
       for (size_t h = 0; h < H; ++h) profile->query_row(b, i, pos, static_cast<int>(h), &c.q[(row * H + h) * dqk]);
@@ -146,7 +146,7 @@ Case generate_case(const Recipe& r, const std::string& name) {
     for (int b = 0; b < B; ++b) {
       for (int i = 0; i < c.drafts(b); ++i) {
         if (parents[static_cast<size_t>(b)][static_cast<size_t>(i)] != kPaddedNode) continue;
-        const size_t row = static_cast<size_t>(c.qo_indptr[b] + i);
+        const size_t row = static_cast<size_t>(c.qo_indptr[b]) + static_cast<size_t>(i);
         poison_row(&c.kv_draft[row * dqk], dqk, row);
         if (c.prefix_len(b) == 0) poison_row(&c.q[row * H * dqk], H * dqk, row + 1);
       }

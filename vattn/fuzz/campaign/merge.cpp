@@ -59,7 +59,7 @@ json read_summary(const std::string& dir) {
 }
 
 json merge_campaigns(const std::vector<std::string>& part_dirs) {
-  if (part_dirs.size() < 1) throw InputError("", "", "parts", "no campaign directories to merge");
+  if (part_dirs.empty()) throw InputError("", "", "parts", "no campaign directories to merge");
   json out{{"schema", "vattn-fuzz-summary"}, {"version", 1}, {"campaign_cases", 0}, {"failed", 0},
            {"suite_errors", 0}, {"tolerated", 0}, {"verdicts", json::object()}, {"coverage", json::object()},
            {"workers", json::array()}, {"findings", json::array()}, {"merged_from", json::array()},

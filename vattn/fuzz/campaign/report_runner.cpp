@@ -52,6 +52,7 @@ ReportRun run_with(const std::string& interpreter, const std::string& script, co
   std::vector<std::string> argv_s{interpreter, script};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(argv_s.size() + 1);
   for (std::string& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t pid = ::fork();

@@ -99,7 +99,6 @@ int run_single_recipe(const CampaignOptions& options, const std::string& recipe_
       v.verdict = crash.empty() && !WIFSIGNALED(status) ? "died" : "crash";
       v.check = crash.empty() ? describe_wait_status(status) : cuda_error_check(crash);
       v.detail = crash.empty() ? describe_wait_status(status) + " while running the code under test" : crash;
-      have = true;
       break;
     }
     if (!ready && since(t0) > options.startup_timeout) {

@@ -54,6 +54,7 @@ void WorkerProcess::spawn(const std::vector<std::string>& argv, const std::map<s
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
     ::signal(SIGPIPE, SIG_DFL);
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     ::execv(args[0], args.data());

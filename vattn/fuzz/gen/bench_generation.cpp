@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <string>
 
@@ -18,7 +19,9 @@
 
 #include "vattn/fuzz/gen/case_stream.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   using namespace vattn;
   using namespace vattn::fuzz;
   long cases = 300, seed = 1;
@@ -83,4 +86,15 @@ int main(int argc, char** argv) {
   // The same digest before and after a change to the generators: they still make the same cases.
   std::printf("digest of every q, kv_pool and kv_draft value: %016llx\n", static_cast<unsigned long long>(digest));
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // whatever the generators or CLI11 throw: reported, not std::terminate
+    std::fprintf(stderr, "vattn_gen_bench: %s\n", e.what());
+    return 2;
+  }
 }

@@ -20,10 +20,12 @@ namespace {
 // Random must not be both split and advanced), so callers hand it a split-off child.
 class Draw {
  public:
-  explicit Draw(rc::Random r) : r_(std::move(r)) {}
+  explicit Draw(rc::Random r) : r_(r) {}
+  // span is 0 only for hi == lo - 1, which no caller passes: pick() is never given an empty
+  // vector, the weights are positive constants and draw_length() returns early when cap <= lo.
   int64_t in(int64_t lo, int64_t hi) {  // inclusive; lo <= hi
     const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
-    return lo + static_cast<int64_t>(r_.next() % span);
+    return lo + static_cast<int64_t>(r_.next() % span);  // NOLINT(clang-analyzer-core.DivideZero): see above
   }
   bool percent(int p) { return in(0, 99) < p; }
   // Log-uniform in [lo, hi]: reaches long tails without making them the common case.
