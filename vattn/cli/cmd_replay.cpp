@@ -281,6 +281,7 @@ class Replayer {
   static json where_json(const OverBoundMap& m) {
     auto list = [](const auto& counts, auto key) {
       std::vector<std::pair<int64_t, json>> v;
+      v.reserve(counts.size());
       for (const auto& [k, n] : counts) v.emplace_back(n, key(k));
       std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
       json out = json::array();
