@@ -77,7 +77,7 @@ def normalise(insns):
             m = HEX_TAIL.search(text)
             if m:
                 targets.add(int(m.group(1), 16))
-    label = {a: "L%d" % i for i, a in enumerate(sorted(targets))}
+    label = {a: f"L{i}" for i, a in enumerate(sorted(targets))}
     out = []
     for addr, text in insns:
         if addr in label:
@@ -101,7 +101,7 @@ def main():
     result = []
     for name, (_, insns) in zip(names, funcs):
         seen[name] = seen.get(name, 0) + 1
-        key = name if seen[name] == 1 else "%s#%d" % (name, seen[name])
+        key = name if seen[name] == 1 else f"{name}#{seen[name]}"
         result.append((key, normalise(insns)))
     result.sort()
     if len(args) == 3 and args[1] == "--dump":

@@ -11,7 +11,7 @@ for name in "$@"; do
   if out=$("$patch_tool" --dry-run -s -p1 -F0 -d "$kernels" -i "$here/$name.patch" 2>&1); then
     echo "applies  $name.patch"
   else
-    echo "FAILS    $name.patch:"; echo "$out" | sed 's/^/    /'
+    echo "FAILS    $name.patch:"; while IFS= read -r l; do echo "    $l"; done <<< "$out"
     failed+=("$name")
   fi
 done
