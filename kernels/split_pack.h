@@ -74,7 +74,7 @@ VATTN_PACK_FN Choice choose(int tiles, int row_tiles, int blocks, int splits, in
   const int full = blocks / row_tiles < max_splits - 1 ? blocks / row_tiles : max_splits - 1;
   if (full < splits) return keep;
   const int idle = blocks - row_tiles * full;
-  if (idle < 1 || idle >= row_tiles || 2 * idle < row_tiles) return keep;  // idle >= row_tiles: max_splits capped full
+  if (idle < 1 || idle >= row_tiles || 2 * idle < row_tiles) return keep;   // idle >= row_tiles: max_splits capped full
   const int L = (2 * tiles + kLaterItemTiles + 2 * full) / (2 * full + 1);  // ceil((2 tiles + K) / (2 full + 1))
   const int r = tiles - full * L;
   if (r < 1 || per_split - L < kMinGainTiles) return keep;

@@ -18,16 +18,16 @@
 
 namespace vattn::VATTN_KERN_NS {
 
-constexpr int kDqk = 576;           // kv_lora_rank 512 + rope 64
-constexpr int kDv = 512;            // V = first 512 columns of the same KV row
+constexpr int kDqk = 576;                           // kv_lora_rank 512 + rope 64
+constexpr int kDv = 512;                            // V = first 512 columns of the same KV row
 constexpr int kRowsPerTile = Traits::kRowsPerTile;  // query rows (draft x head) per work item
-constexpr int kKeysPerTile = 32;    // keys per pipeline stage
+constexpr int kKeysPerTile = 32;                    // keys per pipeline stage
 constexpr int kStages = 2;
 // 8 warps. split-v1: S by (d_qk quarter x key half), P.V by 64 output columns; split-v2: warp
 // (row block, d_qk half) for S, (row block, 256 columns) for P.V.
 constexpr int kPartialThreads = 256;
 constexpr int kMinTilesPerSplit = Traits::kMinTilesPerSplit;
-constexpr int kThreads = 256;       // the plan and reduce kernels
+constexpr int kThreads = 256;  // the plan and reduce kernels
 constexpr int kSmemStride = kDqk + Traits::kSmemRowPad;
 constexpr int kMaxHeads = 128;
 constexpr int kMaxDraftsPerRequest = 1025;
@@ -47,8 +47,8 @@ constexpr size_t kSmemP = sizeof(uint16_t) * kRowsPerTile * kPStride;
 // in registers. Otherwise (split-v1): one S partial per d_qk quarter, P, and per row the
 // rescale, 1/l and lse.
 constexpr bool kSoftmaxInRegisters = Traits::kSoftmaxInRegisters;
-constexpr size_t kSmemExchange = kSoftmaxInRegisters ? sizeof(float) * kPartialThreads * 16
-                                                     : sizeof(float) * 4 * kRowsPerTile * kXStride;
+constexpr size_t kSmemExchange =
+    kSoftmaxInRegisters ? sizeof(float) * kPartialThreads * 16 : sizeof(float) * 4 * kRowsPerTile * kXStride;
 static_assert(!kSoftmaxInRegisters || sizeof(uint16_t) * 16 * kPStride <= kSmemExchange / (kPartialThreads / 32),
               "split-v2 keeps a row block's P (rare path) in one warp's exchange slot");
 constexpr size_t kSmemQLast = kSoftmaxInRegisters ? 2 * 16 * kPartialThreads : 0;
@@ -59,16 +59,16 @@ static_assert(kSmemBytes + 1024 <= 101376, "sm_120 allows 101376 B of shared mem
 
 // Per-request schedule, written by the plan kernel, read by the others.
 struct RequestPlan {
-  int32_t prefix;        // P_b
-  int32_t drafts;        // T_b
-  int32_t row_tiles;     // ceil(T_b * H / kRowsPerTile)
-  int32_t splits;        // KV splits of this request
-  int32_t chunk;         // keys per split, a multiple of kKeysPerTile
-  int32_t work_begin;    // first work item (row tile x split)
-  int32_t partial_begin; // first partial slot (row tile x split); unused when splits == 1
-  int32_t reduce_begin;  // first reduce item (row tile); none when splits == 1
-  int32_t rotate;        // local work item i is number (i + rotate) mod (row_tiles x splits) of the
-                         // split-major order; 0 but in split-v2's packed plans (split_pack.h)
+  int32_t prefix;         // P_b
+  int32_t drafts;         // T_b
+  int32_t row_tiles;      // ceil(T_b * H / kRowsPerTile)
+  int32_t splits;         // KV splits of this request
+  int32_t chunk;          // keys per split, a multiple of kKeysPerTile
+  int32_t work_begin;     // first work item (row tile x split)
+  int32_t partial_begin;  // first partial slot (row tile x split); unused when splits == 1
+  int32_t reduce_begin;   // first reduce item (row tile); none when splits == 1
+  int32_t rotate;         // local work item i is number (i + rotate) mod (row_tiles x splits) of the
+                          // split-major order; 0 but in split-v2's packed plans (split_pack.h)
 };
 
 struct WorkspaceHeader {

@@ -19,16 +19,16 @@
 namespace vattn::VATTN_KERN_NS {
 
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
-  pdl_wait();  // the planner has completed: its plan and header are visible
+  pdl_wait();               // the planner has completed: its plan and header are visible
   pdl_launch_dependents();  // the reduce kernel's blocks may get ready; they wait for this grid
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);                    // [kStages][kKeysPerTile][kSmemStride]
-  float* s_x = reinterpret_cast<float*>(smem_raw + kSmemKv);                 // [dq][row][kXStride]
-  uint16_t* s_p = reinterpret_cast<uint16_t*>(smem_raw + kSmemKv + kSmemExchange);  // [row][kPStride] bf16
+  uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);     // [kStages][kKeysPerTile][kSmemStride]
+  float* s_x = reinterpret_cast<float*>(smem_raw + kSmemKv);  // [dq][row][kXStride]
+  uint16_t* s_p = reinterpret_cast<uint16_t*>(smem_raw + kSmemKv + kSmemExchange);        // [row][kPStride] bf16
   float* s_corr = reinterpret_cast<float*>(smem_raw + kSmemKv + kSmemExchange + kSmemP);  // [row]
-  float* s_inv = s_corr + kRowsPerTile;                                      // [row] 1 / l at the end
-  float* s_lse = s_inv + kRowsPerTile;                                       // [row] natural-log LSE
-  __shared__ const uint16_t* s_src[3][kKeysPerTile];                         // row sources, two tiles ahead
+  float* s_inv = s_corr + kRowsPerTile;                                                   // [row] 1 / l at the end
+  float* s_lse = s_inv + kRowsPerTile;                                                    // [row] natural-log LSE
+  __shared__ const uint16_t* s_src[3][kKeysPerTile];  // row sources, two tiles ahead
   __shared__ int s_bad;
 
   const vattn_args& a = p.a;
@@ -53,7 +53,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     const int64_t row0 = static_cast<int64_t>(qo_base) * H + static_cast<int64_t>(rt) * kRowsPerTile;
     const int64_t mask_base = a.mask_word_indptr[b];
     const int words_per_row = (r.drafts + 31) >> 5;
-    const TileDrafts td{rt * kRowsPerTile / H, (min(rows_b, (rt + 1) * kRowsPerTile) - 1) / H, mask_base, words_per_row};
+    const TileDrafts td{rt * kRowsPerTile / H, (min(rows_b, (rt + 1) * kRowsPerTile) - 1) / H, mask_base,
+                        words_per_row};
 
     // Rows of the mma fragments this thread holds: tile rows mt*16 + g + 8*h.
     bool valid[2][2];
@@ -100,7 +101,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       const uint16_t* from = (read ? src : a.kv_pool) + ch0 * 8;
       copy_row_chunks(dst + row * kSmemStride + ch0 * 8, from, read, i0, i1);
     };
-    static_assert(kPartialThreads == 8 * kKeysPerTile && kChunksPerRow == 72, "issue_part: 8 threads x 9 chunks per KV row");
+    static_assert(kPartialThreads == 8 * kKeysPerTile && kChunksPerRow == 72,
+                  "issue_part: 8 threads x 9 chunks per KV row");
     // Both stages are free: tiles 0 and 1 load together (one commit group each). Then, during
     // tile it >= 1, tile it + 1 goes into the stage tile it - 1 has left.
     if (ntiles > 0) issue_part(0, 0, 9);
@@ -193,8 +195,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-              for (int h = 0; h < 2; ++h)
-                pk[mt][h] = bf16_lo(s_p[(mt * 16 + g + 8 * h) * kPStride + k]);
+              for (int h = 0; h < 2; ++h) pk[mt][h] = bf16_lo(s_p[(mt * 16 + g + 8 * h) * kPStride + k]);
             const uint16_t* vrow = kv + k * kSmemStride + warp * 64 + 2 * t4;
 #pragma unroll
             for (int n = 0; n < 8; ++n) {
@@ -202,8 +203,14 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
               const float v0 = bf16_lo(vv), v1 = bf16_hi(vv);
 #pragma unroll
               for (int mt = 0; mt < 2; ++mt) {
-                if (pk[mt][0] != 0.f) { o[mt][n][0] += pk[mt][0] * v0; o[mt][n][1] += pk[mt][0] * v1; }
-                if (pk[mt][1] != 0.f) { o[mt][n][2] += pk[mt][1] * v0; o[mt][n][3] += pk[mt][1] * v1; }
+                if (pk[mt][0] != 0.f) {
+                  o[mt][n][0] += pk[mt][0] * v0;
+                  o[mt][n][1] += pk[mt][0] * v1;
+                }
+                if (pk[mt][1] != 0.f) {
+                  o[mt][n][2] += pk[mt][1] * v0;
+                  o[mt][n][3] += pk[mt][1] * v1;
+                }
               }
             }
           }
@@ -245,7 +252,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
           for (int n = 0; n < 8; ++n) dst[n * 4] = pack_bf16x2(o[mt][n][2 * h] * inv, o[mt][n][2 * h + 1] * inv);
           if (warp == 0 && t4 == 0) a.lse[row0 + tr] = lse_nat;
         } else {
-          float2* dst = reinterpret_cast<float2*>(p.partial_out + (slot * kRowsPerTile + tr) * kDv + warp * 64 + 2 * t4);
+          float2* dst =
+              reinterpret_cast<float2*>(p.partial_out + (slot * kRowsPerTile + tr) * kDv + warp * 64 + 2 * t4);
 #pragma unroll
           for (int n = 0; n < 8; ++n) dst[n * 4] = make_float2(o[mt][n][2 * h] * inv, o[mt][n][2 * h + 1] * inv);
           if (warp == 0 && t4 == 0) p.partial_lse[slot * kRowsPerTile + tr] = lse_nat;

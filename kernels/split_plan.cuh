@@ -6,8 +6,8 @@
 
 #include "pdl.cuh"
 #include "split_pack.h"
-#include "timeline.cuh"
 #include "split_params.h"
+#include "timeline.cuh"
 
 namespace vattn::VATTN_KERN_NS {
 
@@ -36,7 +36,7 @@ __device__ __forceinline__ int warp_exclusive_sum(int v, int lane, int& total) {
 
 __global__ void __launch_bounds__(kThreads) split_plan_kernel(const __grid_constant__ SplitParams p) {
   pdl_launch_dependents();  // the partial kernel's blocks may get ready; they wait for this grid
-  tl_plan();  // timing probe builds only (timeline.cuh)
+  tl_plan();                // timing probe builds only (timeline.cuh)
   __shared__ int32_t s_prefix[kMaxRequests];
   __shared__ int32_t s_drafts[kMaxRequests];
   __shared__ int32_t s_splits[kMaxRequests];
@@ -190,7 +190,10 @@ __device__ __forceinline__ int find_request(int B, int idx, Begin begin_of) {
   int lo = 0, hi = B - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (begin_of(mid) <= idx) lo = mid; else hi = mid - 1;
+    if (begin_of(mid) <= idx)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }

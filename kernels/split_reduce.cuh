@@ -139,8 +139,7 @@ __device__ __forceinline__ void merge_rounds(int S, const float* lse_row, const 
 #pragma unroll
   for (int u = 0; u < R; ++u)  // the first round, in flight with the LSEs
 #pragma unroll
-    for (int c = 0; c < C; ++c)
-      v[u][c] = u < S ? src[u * kSplitStride + 32 * c] : make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int c = 0; c < C; ++c) v[u][c] = u < S ? src[u * kSplitStride + 32 * c] : make_float4(0.f, 0.f, 0.f, 0.f);
   RowMerge<C> m;
   m.mx = fmaxf(-INFINITY, ls);  // fmaxf drops NaN, hence the flag
   for (int o = 16; o > 0; o >>= 1) m.mx = fmaxf(m.mx, __shfl_xor_sync(0xffffffffu, m.mx, o));
@@ -220,8 +219,7 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * kDv; i += stride)
       a.out[i] = 0x7fc0;  // bf16 quiet NaN
-    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride)
-      a.lse[i] = NAN;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += stride) a.lse[i] = NAN;
     return;
   }
   // Row merge item i = (row tile item, row, span of 512 / spans columns). False: no row to merge.
@@ -246,7 +244,9 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
   auto src_of = [&](const Item& it, int col4) {
     return reinterpret_cast<const float4*>(p.partial_out + (it.slot0 * kRowsPerTile + it.tr) * kDv) + col4;
   };
-  auto dst_of = [&](const Item& it, int col4) { return reinterpret_cast<uint2*>(a.out + (it.row0 + it.tr) * kDv) + col4; };
+  auto dst_of = [&](const Item& it, int col4) {
+    return reinterpret_cast<uint2*>(a.out + (it.row0 + it.tr) * kDv) + col4;
+  };
 
   if (max_splits > 32) {
     // Many splits (B = 1, T = 16: 128 rows of up to 66): the block's eight warps share one
@@ -260,7 +260,8 @@ __global__ void __launch_bounds__(kThreads) split_reduce_kernel(const __grid_con
       const int col4 = (bi % 4) * 32 + lane;
       const int per_warp = (it.S + kThreads / 32 - 1) / (kThreads / 32);
       const int s_lo = min(it.S, warp * per_warp), s_hi = min(it.S, s_lo + per_warp);
-      RowMerge<1> m = merge_splits<1>(it.S, s_lo, s_hi, lse_of(it), src_of(it, col4), split_stride, s_weights[warp], lane);
+      RowMerge<1> m =
+          merge_splits<1>(it.S, s_lo, s_hi, lse_of(it), src_of(it, col4), split_stride, s_weights[warp], lane);
       s_part[warp][lane] = m.acc[0];
       __syncthreads();
       if (warp == 0) {

@@ -41,10 +41,11 @@ const DeviceFacts& device_facts(int dev) {
       f.error = cudaFuncSetAttribute(split_partial_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(kSmemBytes));
     if (f.error == cudaSuccess)
-      f.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.partial_blocks_per_sm, split_partial_kernel, kPartialThreads,
-                                                              kSmemBytes);
+      f.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.partial_blocks_per_sm, split_partial_kernel,
+                                                              kPartialThreads, kSmemBytes);
     if (f.error == cudaSuccess)
-      f.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.reduce_blocks_per_sm, split_reduce_kernel, kThreads, 0);
+      f.error =
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.reduce_blocks_per_sm, split_reduce_kernel, kThreads, 0);
     if (f.error == cudaSuccess && (f.partial_blocks_per_sm < 1 || f.reduce_blocks_per_sm < 1))
       f.error = cudaErrorInvalidConfiguration;
   });

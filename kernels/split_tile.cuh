@@ -168,8 +168,8 @@ __device__ __forceinline__ void pv_mma(float (&o)[2][8][4], const uint16_t* s_p,
 #pragma unroll
     for (int np = 0; np < 4; ++np) {
       uint32_t bv[4];
-      ldmatrix_x4_trans(bv, kv + (kk * 16 + (tl.mat & 1) * 8 + tl.mrow) * kSmemStride + tl.warp * 64 + np * 16 +
-                                (tl.mat >> 1) * 8);
+      ldmatrix_x4_trans(
+          bv, kv + (kk * 16 + (tl.mat & 1) * 8 + tl.mrow) * kSmemStride + tl.warp * 64 + np * 16 + (tl.mat >> 1) * 8);
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
         mma_bf16_16816(o[mt][2 * np], pa[mt], bv[0], bv[1]);

@@ -8,11 +8,11 @@
 
 namespace vattn::kern {
 struct Traits {
-  static constexpr int kRowsPerTile = 32;       // query rows (draft x head) per work item
-  static constexpr int kMinTilesPerSplit = 4;   // the planner never cuts a request finer than this
-  static constexpr int kSmemRowPad = 8;         // +16 B per K/V row: ldmatrix rows land on distinct banks
+  static constexpr int kRowsPerTile = 32;             // query rows (draft x head) per work item
+  static constexpr int kMinTilesPerSplit = 4;         // the planner never cuts a request finer than this
+  static constexpr int kSmemRowPad = 8;               // +16 B per K/V row: ldmatrix rows land on distinct banks
   static constexpr bool kSoftmaxInRegisters = false;  // S partials per d_qk quarter, P and row stats in smem
-  static constexpr bool kPdl = false;           // plain launches
+  static constexpr bool kPdl = false;                 // plain launches
   static constexpr bool kPackLoneRequest = false;
   static constexpr const char kName[] = "split-v1";
   static constexpr const char kDescription[] =

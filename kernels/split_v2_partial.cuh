@@ -143,9 +143,11 @@ __device__ __forceinline__ void resolve_first_tiles(const vattn_args& a, const R
     if (t == 0) seen0 = seen;
     if (t == 1) seen1 = seen;
   }
-  s_src[0][lane] = resolve_key_by(a, r, qo_base, k0, kend, slot0, bad, [&](int) { return ((seen0 >> lane) & 1u) != 0; });
+  s_src[0][lane] =
+      resolve_key_by(a, r, qo_base, k0, kend, slot0, bad, [&](int) { return ((seen0 >> lane) & 1u) != 0; });
   if (ntiles > 1)
-    s_src[1][lane] = resolve_key_by(a, r, qo_base, k1, kend, slot1, bad, [&](int) { return ((seen1 >> lane) & 1u) != 0; });
+    s_src[1][lane] =
+        resolve_key_by(a, r, qo_base, k1, kend, slot1, bad, [&](int) { return ((seen1 >> lane) & 1u) != 0; });
 }
 
 // Q of the item's 64 rows into the K/V stages (global -> shared tile), as whole rows in 16-byte
@@ -275,7 +277,7 @@ __device__ __forceinline__ void compute_pv(float (&o)[32][4], const uint32_t (&p
 __device__ __forceinline__ void compute_pv_rare(float (&o)[32][4], const uint32_t (&pa)[2][4], const uint16_t* kvt,
                                                 float4* s_xf, int rb, int hh, int g, int t4) {
   uint16_t* s_prb = reinterpret_cast<uint16_t*>(s_xf + (2 * rb) * 4 * 32);  // [16][kPStride]
-  row_block_barrier(rb);  // the partner has read this slot's partial
+  row_block_barrier(rb);                                                    // the partner has read this slot's partial
   uint16_t* prow = s_prb + g * kPStride + 2 * t4;
   if (hh == 0) {
 #pragma unroll
@@ -309,21 +311,21 @@ __device__ __forceinline__ void compute_pv_rare(float (&o)[32][4], const uint32_
 // static __shared__ variables stay declared in the __global__: their layout is the kernel's.
 struct V2TileCtx {
   const vattn_args& a;
-  uint16_t* s_kv;                                   // [kStages][kKeysPerTile][kSmemStride]: K/V stages
-  float4* s_xf;                                     // [warp][n-tile][lane]: S partials
-  const uint4* s_qlast;                             // [k-step 15, 17][thread]: Q
-  const uint16_t* (&s_src)[3][kKeysPerTile];        // row sources, two tiles ahead
-  const uint32_t (&s_vis)[3][kRowsPerTile];         // the first two masked tiles' visibility words
-  const int& s_visend;                              // masked tiles below it have their words in s_vis
-  const int (&s_rowdraft)[kRowsPerTile];            // each tile row's draft, -1 past the request's
+  uint16_t* s_kv;                             // [kStages][kKeysPerTile][kSmemStride]: K/V stages
+  float4* s_xf;                               // [warp][n-tile][lane]: S partials
+  const uint4* s_qlast;                       // [k-step 15, 17][thread]: Q
+  const uint16_t* (&s_src)[3][kKeysPerTile];  // row sources, two tiles ahead
+  const uint32_t (&s_vis)[3][kRowsPerTile];   // the first two masked tiles' visibility words
+  const int& s_visend;                        // masked tiles below it have their words in s_vis
+  const int (&s_rowdraft)[kRowsPerTile];      // each tile row's draft, -1 past the request's
   const RequestPlan& s_r;
   const TileDrafts& s_td;
   const int& s_qo_base;
   const int& s_kv_base;
-  int kbeg, kend, ntiles;                           // the item's keys [kbeg, kend) in ntiles tiles
+  int kbeg, kend, ntiles;  // the item's keys [kbeg, kend) in ntiles tiles
   int warp, lane, rb, hh, g, t4, mat, mrow, vsw8, ksw;
-  float scale2;                                     // logits to log2 units
-  bool grp_b, active;                               // group B (warps 4-7); the row block has rows
+  float scale2;        // logits to log2 units
+  bool grp_b, active;  // group B (warps 4-7); the row block has rows
 };
 
 // S partial (shared K stage x register Q -> register S): rows 16rb.. x the tile's 32 keys over
@@ -417,17 +419,17 @@ __device__ __forceinline__ void mask_s(const V2TileCtx& c, float (&s)[4][4], int
 // A-operand layout of P.V (pa). The scores stay unscaled: the scale (> 0, run() refuses any
 // other) goes into the row max and into each exponent's FFMA, 16 multiplies a tile fewer (0.4%
 // faster).
-__device__ __forceinline__ void update_softmax(float scale2, const float (&s)[4][4], float (&m_run)[2], float (&l_run)[2],
-                                               uint32_t (&pa)[2][4], float (&corr)[2]) {
+__device__ __forceinline__ void update_softmax(float scale2, const float (&s)[4][4], float (&m_run)[2],
+                                               float (&l_run)[2], uint32_t (&pa)[2][4], float (&corr)[2]) {
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     float mx = fmaxf(fmaxf(fmaxf(s[0][2 * i], s[0][2 * i + 1]), fmaxf(s[1][2 * i], s[1][2 * i + 1])),
                      fmaxf(fmaxf(s[2][2 * i], s[2][2 * i + 1]), fmaxf(s[3][2 * i], s[3][2 * i + 1])));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    mx *= scale2;  // the max of the scaled scores: scale2 > 0
+    mx *= scale2;                                                        // the max of the scaled scores: scale2 > 0
     const float m_new = mx > m_run[i] + kV2LazyRescale ? mx : m_run[i];  // NaN mx: keeps m_run, as fmaxf did
-    const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: avoid -inf - -inf
+    const float m_use = m_new == -INFINITY ? 0.f : m_new;                // all masked so far: avoid -inf - -inf
     corr[i] = ex2_ftz(m_run[i] - m_use);
     m_run[i] = m_new;
     float pe[4][2];
@@ -436,8 +438,8 @@ __device__ __forceinline__ void update_softmax(float scale2, const float (&s)[4]
       pe[n][0] = ex2_ftz(fmaf(s[n][2 * i], scale2, -m_use));
       pe[n][1] = ex2_ftz(fmaf(s[n][2 * i + 1], scale2, -m_use));
     }
-    l_run[i] = l_run[i] * corr[i] + (((pe[0][0] + pe[0][1]) + (pe[1][0] + pe[1][1])) +
-                                     ((pe[2][0] + pe[2][1]) + (pe[3][0] + pe[3][1])));
+    l_run[i] = l_run[i] * corr[i] +
+               (((pe[0][0] + pe[0][1]) + (pe[1][0] + pe[1][1])) + ((pe[2][0] + pe[2][1]) + (pe[3][0] + pe[3][1])));
 #pragma unroll
     for (int kk = 0; kk < 2; ++kk) {
       pa[kk][i] = pack_bf16x2(pe[2 * kk][0], pe[2 * kk][1]);
@@ -481,7 +483,8 @@ __device__ __forceinline__ void tile_step(const V2TileCtx& c, V2TileRegs& r, con
   const bool tile = kPlain || it < c.ntiles;
   const int next_k = c.kbeg + (it + 2) * kKeysPerTile + c.lane;
   // Loaded now, used after this tile's math: the index fetch never stalls the block.
-  const int32_t next_slot = (c.warp == 0 && it + 2 < c.ntiles) ? prefetch_slot(c.a, c.s_r, c.s_kv_base, next_k, c.kend) : -1;
+  const int32_t next_slot =
+      (c.warp == 0 && it + 2 < c.ntiles) ? prefetch_slot(c.a, c.s_r, c.s_kv_base, next_k, c.kend) : -1;
   // Groups: tiles 0 and 1 (every thread), then B's one per interval (tile it + 1 in interval it).
   if (it == 0)
     cp_async_wait<1>();
@@ -504,8 +507,7 @@ __device__ __forceinline__ void tile_step(const V2TileCtx& c, V2TileRegs& r, con
       const uint4 v = *reinterpret_cast<const uint4*>(kv + row * kSmemStride + ch * 8);
       const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-      for (int x = 0; x < 4; ++x)
-        vnf |= ((w[x] & 0x7f80u) == 0x7f80u) || ((w[x] & 0x7f800000u) == 0x7f800000u);
+      for (int x = 0; x < 4; ++x) vnf |= ((w[x] & 0x7f80u) == 0x7f80u) || ((w[x] & 0x7f800000u) == 0x7f800000u);
     }
     vnf = __syncthreads_or(vnf);
   }
@@ -556,7 +558,8 @@ __device__ __forceinline__ void write_o_partial(const SplitParams& p, uint16_t* 
       const float f = poisoned ? NAN : inv[i];
       float* row = dst0 + tr * kDv + hh * 256 + 2 * t4;
 #pragma unroll
-      for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
+      for (int n = 0; n < 32; ++n)
+        *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
     }
   } else if (live_rows > 32) {
     // B: its 32 rows x 512 through the K/V stages (free: no copy is in flight, and A reads no
@@ -571,7 +574,8 @@ __device__ __forceinline__ void write_o_partial(const SplitParams& p, uint16_t* 
       const float f = poisoned ? NAN : inv[i];
       float* row = s_o + (16 * (rb - 2) + g + 8 * i) * kOStride + hh * 256 + 2 * t4;
 #pragma unroll
-      for (int n = 0; n < 32; ++n) *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
+      for (int n = 0; n < 32; ++n)
+        *reinterpret_cast<float2*>(row + 8 * n) = partial_value(o[n][2 * i], o[n][2 * i + 1], f);
     }
     named_barrier_sync<kBarGroupB, 128>();
     static_assert(kDv / 4 == 128, "B's 128 threads: one float4 column of its rows each");
@@ -579,7 +583,8 @@ __device__ __forceinline__ void write_o_partial(const SplitParams& p, uint16_t* 
     const int b_rows = live_rows - 32;  // rows 32.. of the tile, >= 1
 #pragma unroll 4
     for (int row = 0; row < b_rows; ++row)
-      *reinterpret_cast<float4*>(dst0 + (32 + row) * kDv + 4 * c4) = *reinterpret_cast<const float4*>(s_o + row * kOStride + 4 * c4);
+      *reinterpret_cast<float4*>(dst0 + (32 + row) * kDv + 4 * c4) =
+          *reinterpret_cast<const float4*>(s_o + row * kOStride + 4 * c4);
   }
 #pragma unroll
   for (int i = 0; i < 2; ++i)
@@ -589,15 +594,15 @@ __device__ __forceinline__ void write_o_partial(const SplitParams& p, uint16_t* 
 
 __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const __grid_constant__ SplitParams p) {
   tl_partial(0);  // timing probe builds only (timeline.cuh)
-  pdl_wait();  // the planner has completed: its plan and header are visible
+  pdl_wait();     // the planner has completed: its plan and header are visible
   tl_partial(1);
   pdl_launch_dependents();  // the reduce kernel's blocks may get ready; they wait for this grid
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);             // [kStages][kKeysPerTile][kSmemStride]
-  float4* s_xf = reinterpret_cast<float4*>(smem_raw + kSmemKv);       // [warp][n-tile][lane]: S partials
+  uint16_t* s_kv = reinterpret_cast<uint16_t*>(smem_raw);        // [kStages][kKeysPerTile][kSmemStride]
+  float4* s_xf = reinterpret_cast<float4*>(smem_raw + kSmemKv);  // [warp][n-tile][lane]: S partials
   // Two of each thread's 18 Q k-steps (15 and 17: v2_qslot; 4 registers each), read back every tile.
   uint4* s_qlast = reinterpret_cast<uint4*>(smem_raw + kSmemKv + kSmemExchange);  // [k-step 15, 17][thread]
-  __shared__ const uint16_t* s_src[3][kKeysPerTile];                  // row sources, two tiles ahead
+  __shared__ const uint16_t* s_src[3][kKeysPerTile];                              // row sources, two tiles ahead
   __shared__ int s_bad;
   __shared__ int s_rowdraft[kRowsPerTile];  // each tile row's draft, -1 past the request's rows
   // The first two masked tiles' rows' visibility words (v2_tile_rows_visibility), tile t at
@@ -621,8 +626,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
   // Row block; d_qk half (S) and column half (P.V). The two warps of a row block, which meet
   // twice a tile, sit on two schedulers (warp % 4): up to 3.5% faster on the H200 than on one.
   const int rb = warp >> 1, hh = warp & 1;
-  const int g = lane >> 2, t4 = lane & 3;   // mma fragment coordinates: rows g, g + 8
-  const int mat = lane >> 3, mrow = lane & 7;  // ldmatrix: which 8x8 matrix / row this lane addresses
+  const int g = lane >> 2, t4 = lane & 3;                 // mma fragment coordinates: rows g, g + 8
+  const int mat = lane >> 3, mrow = lane & 7;             // ldmatrix: which 8x8 matrix / row this lane addresses
   const float scale2 = a.sm_scale * 1.4426950408889634f;  // logits in log2 units: exp2 in the loop
   const int total = p.header->total_work;
 
@@ -643,7 +648,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     const int64_t row0 = static_cast<int64_t>(qo_base) * H + static_cast<int64_t>(rt) * kRowsPerTile;
     const int64_t mask_base = a.mask_word_indptr[b];
     const int words_per_row = (r.drafts + 31) >> 5;
-    const TileDrafts td{rt * kRowsPerTile / H, (min(rows_b, (rt + 1) * kRowsPerTile) - 1) / H, mask_base, words_per_row};
+    const TileDrafts td{rt * kRowsPerTile / H, (min(rows_b, (rt + 1) * kRowsPerTile) - 1) / H, mask_base,
+                        words_per_row};
     if (threadIdx.x == 0) {
       s_r = r;
       s_td = td;
@@ -652,7 +658,8 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       s_rt = rt;
       s_split = split;
     }
-    if (threadIdx.x < kRowsPerTile) s_rowdraft[threadIdx.x] = v2_row_draft(rt, static_cast<int>(threadIdx.x), rows_b, H);
+    if (threadIdx.x < kRowsPerTile)
+      s_rowdraft[threadIdx.x] = v2_row_draft(rt, static_cast<int>(threadIdx.x), rows_b, H);
 
     // A row block without a row of the request (T * H not a multiple of 64; decode: T = 1)
     // skips its S and P.V mma, which would compute rows nobody reads, so the row blocks that
@@ -675,7 +682,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
       resolve_first_tiles(a, r, td, qo_base, kv_base, kbeg, kend, ntiles, n_plain, rt, rows_b, H, lane, s_src, s_vis,
                           s_visend, bad);
     cp_async_wait<0>();
-    __syncthreads();  // Q is in the stages; the row sources of tiles 0 and 1 are set
+    __syncthreads();                // Q is in the stages; the row sources of tiles 0 and 1 are set
     uint32_t qf[kV2KSteps - 2][4];  // k-step ks at qf[v2_qslot(ks)]
     load_q_fragments(qf, s_kv, s_qlast, rb, hh, lane);
     __syncthreads();  // every warp has its Q before tile 0's copies take the stages
@@ -707,9 +714,9 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     // vsw8 / 8 ^ 2j; K chunk 4hh + mat of line q (k-steps 2q, 2q + 1) at position ksw.
     const int vsw8 = 8 * ((mat >> 1) ^ mrow), ksw = (4 * hh + mat) ^ mrow;
     uint32_t pa[2][4];  // P as the A operand of P.V: k-step kk = keys 16kk..
-    const V2TileCtx c{a, s_kv, s_xf, s_qlast, s_src, s_vis, s_visend, s_rowdraft, s_r, s_td, s_qo_base, s_kv_base,
-                      kbeg, kend, ntiles,
-                      warp, lane, rb, hh, g, t4, mat, mrow, vsw8, ksw, scale2, grp_b, active};
+    const V2TileCtx c{a,         s_kv,      s_xf, s_qlast, s_src,  s_vis,  s_visend, s_rowdraft, s_r, s_td,
+                      s_qo_base, s_kv_base, kbeg, kend,    ntiles, warp,   lane,     rb,         hh,  g,
+                      t4,        mat,       mrow, vsw8,    ksw,    scale2, grp_b,    active};
     V2TileRegs regs{qf, o, m_run, l_run, pa, pend, bad};
 #ifdef VATTN_TIMELINE
     // The probe's "tile 0 in" stamp, after the same wait and barrier as the first step's (which
@@ -738,7 +745,7 @@ __global__ void __launch_bounds__(kPartialThreads, 1) split_partial_kernel(const
     const bool direct = s_r.splits == 1;
     if (!direct) {
       if (!grp_b) {
-        named_barrier_sync<kBarGroupA, 128>();   // A: warp 0's s_bad is visible
+        named_barrier_sync<kBarGroupA, 128>();  // A: warp 0's s_bad is visible
         named_barrier_arrive<kBarAToB, 256>();  // and B may read it after its P.V
       } else {
         named_barrier_sync<kBarAToB, 256>();

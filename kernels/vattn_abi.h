@@ -46,15 +46,15 @@ typedef enum vattn_status {
 /* Device-side error bits, in the first uint32 of the workspace (word VATTN_WS_ERROR_WORD). */
 #define VATTN_WS_ERROR_WORD 0
 #define VATTN_WS_SPLITS_USED_WORD 1
-#define VATTN_DEVERR_INDPTR 0x1u       /* qo/kv/mask indptr not starting at 0, decreasing, or T_b < 1 */
-#define VATTN_DEVERR_LIMITS 0x2u       /* a length beyond the plan limits (drafts, total drafts) */
-#define VATTN_DEVERR_KV_INDEX 0x4u     /* a kv_indices entry outside [0, n_slots) */
-#define VATTN_DEVERR_SPLITS 0x8u       /* forced split count < 0 or > limits.max_splits */
-#define VATTN_DEVERR_MASK 0x10u        /* mask_word_indptr span differs from T_b * ceil(T_b/32) */
+#define VATTN_DEVERR_INDPTR 0x1u   /* qo/kv/mask indptr not starting at 0, decreasing, or T_b < 1 */
+#define VATTN_DEVERR_LIMITS 0x2u   /* a length beyond the plan limits (drafts, total drafts) */
+#define VATTN_DEVERR_KV_INDEX 0x4u /* a kv_indices entry outside [0, n_slots) */
+#define VATTN_DEVERR_SPLITS 0x8u   /* forced split count < 0 or > limits.max_splits */
+#define VATTN_DEVERR_MASK 0x10u    /* mask_word_indptr span differs from T_b * ceil(T_b/32) */
 
 typedef struct vattn_caps {
   int abi_version;
-  const char* name;          /* revision name, e.g. "split-v1" */
+  const char* name; /* revision name, e.g. "split-v1" */
   const char* description;
   const char* architectures; /* e.g. "sm_120a,sm_90a" */
   int d_qk;                  /* the only supported (d_qk, d_v) pair */
@@ -79,13 +79,13 @@ typedef struct vattn_limits {
 
 typedef struct vattn_args {
   /* inputs (device pointers) */
-  const uint16_t* q;            /* bf16 [n_q, H, d_qk] */
-  const uint16_t* kv_pool;      /* bf16 [n_slots, d_qk] */
+  const uint16_t* q;       /* bf16 [n_q, H, d_qk] */
+  const uint16_t* kv_pool; /* bf16 [n_slots, d_qk] */
   int64_t n_slots;
-  const int32_t* kv_indices;    /* [kv_indptr[B]] */
-  const int32_t* kv_indptr;     /* [B+1] */
-  const uint16_t* kv_draft;     /* bf16 [n_q, d_qk] */
-  const int32_t* qo_indptr;     /* [B+1] */
+  const int32_t* kv_indices; /* [kv_indptr[B]] */
+  const int32_t* kv_indptr;  /* [B+1] */
+  const uint16_t* kv_draft;  /* bf16 [n_q, d_qk] */
+  const int32_t* qo_indptr;  /* [B+1] */
   /* draft mask, packed: request b, row i, bit j%32 of word j/32 of the row;
    * rows are ceil(T_b/32) words; request b starts at word mask_word_indptr[b]. */
   const uint32_t* mask_bits;
@@ -94,11 +94,11 @@ typedef struct vattn_args {
    * null or *forced_splits == 0 -> the kernel picks; > 0 -> exactly that many per request. */
   const int32_t* forced_splits;
   /* outputs (device pointers) */
-  uint16_t* out;                /* bf16 [n_q, H, d_v] */
-  float* lse;                   /* fp32 [n_q, H], natural log */
+  uint16_t* out; /* bf16 [n_q, H, d_v] */
+  float* lse;    /* fp32 [n_q, H], natural log */
   /* host-known scalars */
-  int num_requests;             /* B */
-  int64_t n_q;                  /* rows of q/out this call may touch */
+  int num_requests; /* B */
+  int64_t n_q;      /* rows of q/out this call may touch */
   int num_heads;
   int d_qk;
   int d_v;
@@ -110,8 +110,8 @@ typedef struct vattn_revision {
   const char* name;
   vattn_status (*capabilities)(vattn_caps* caps);
   vattn_status (*workspace_size)(const vattn_limits* limits, size_t* bytes);
-  vattn_status (*run)(const vattn_args* args, const vattn_limits* limits, void* workspace,
-                      size_t workspace_bytes, cudaStream_t stream);
+  vattn_status (*run)(const vattn_args* args, const vattn_limits* limits, void* workspace, size_t workspace_bytes,
+                      cudaStream_t stream);
   const char* (*status_string)(vattn_status status);
 } vattn_revision;
 

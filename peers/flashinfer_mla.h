@@ -63,18 +63,18 @@ typedef struct vfi_run_args {
 
 /* The plan's kernel configuration, for reports. */
 typedef struct vfi_plan_config {
-  int32_t backend;            /* enum vfi_backend */
+  int32_t backend; /* enum vfi_backend */
   int32_t causal;
-  int32_t num_stages;         /* KV pipeline stages */
-  int32_t tile_kv;            /* keys per KV tile */
-  int32_t tile_q;             /* packed (query, head) rows per CTA */
-  int32_t qk_shard;           /* fa2: q.k split across the two warp groups */
-  int32_t smem_bytes;         /* dynamic shared memory per CTA */
-  int32_t dispatch_smem;      /* fa2: the per-SM shared-memory limit the configuration was chosen for */
-  int32_t device_smem;        /* the device's cudaDevAttrMaxSharedMemoryPerMultiprocessor */
-  int32_t grid_x, grid_y;     /* CTAs: cluster size x clusters (FlashInfer's plan) */
-  int32_t threads;            /* threads per CTA */
-  int32_t num_works;          /* work items of the plan */
+  int32_t num_stages;     /* KV pipeline stages */
+  int32_t tile_kv;        /* keys per KV tile */
+  int32_t tile_q;         /* packed (query, head) rows per CTA */
+  int32_t qk_shard;       /* fa2: q.k split across the two warp groups */
+  int32_t smem_bytes;     /* dynamic shared memory per CTA */
+  int32_t dispatch_smem;  /* fa2: the per-SM shared-memory limit the configuration was chosen for */
+  int32_t device_smem;    /* the device's cudaDevAttrMaxSharedMemoryPerMultiprocessor */
+  int32_t grid_x, grid_y; /* CTAs: cluster size x clusters (FlashInfer's plan) */
+  int32_t threads;        /* threads per CTA */
+  int32_t num_works;      /* work items of the plan */
 } vfi_plan_config;
 
 int vfi_abi_version(void);

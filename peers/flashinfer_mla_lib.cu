@@ -98,8 +98,8 @@ void check_host_arrays(const int32_t* qo_indptr, const int32_t* kv_indptr, const
                                  " (its kv_indptr range; page size 1)");
     if (kv_len[b] > (1 << 29)) fail(VFI_ERR_UNSUPPORTED, at + "kv_len above 2^29 (MLAPlan's int arithmetic)");
     if (causal && kv_len[b] < q)
-      fail(VFI_ERR_ARGUMENT, at + "causal needs kv_len >= q_len (got " + std::to_string(kv_len[b]) + " < " +
-                                 std::to_string(q) + ")");
+      fail(VFI_ERR_ARGUMENT,
+           at + "causal needs kv_len >= q_len (got " + std::to_string(kv_len[b]) + " < " + std::to_string(q) + ")");
   }
   if (int64_t(qo_indptr[batch]) * num_heads >= (int64_t(1) << 31))
     fail(VFI_ERR_UNSUPPORTED, "queries x heads reach 2^31 (MLAPlan's int arithmetic)");
@@ -109,15 +109,15 @@ std::string describe(const vfi_plan& p) {
   const vfi::KernelEntry& e = p.entry;
   char line[768];
   const char* kernel = p.backend == VFI_BACKEND_FA3 ? "BatchMLAPageAttentionHopperKernel, wgmma"
-                                                      : "BatchMLAPagedAttentionKernel, mma.sync";
+                                                    : "BatchMLAPagedAttentionKernel, mma.sync";
   std::string smem_why;
   if (p.backend == VFI_BACKEND_FA3) {
     smem_why = "its only configuration";
   } else if (p.dispatch_smem == p.device_smem) {
     smem_why = "the configuration for " + std::to_string(p.dispatch_smem) + " B/SM, the device's own";
   } else {
-    smem_why = "the configuration for " + std::to_string(p.dispatch_smem) + " B/SM, set by the caller; the device has " +
-               std::to_string(p.device_smem);
+    smem_why = "the configuration for " + std::to_string(p.dispatch_smem) +
+               " B/SM, set by the caller; the device has " + std::to_string(p.device_smem);
   }
   std::snprintf(line, sizeof line,
                 "FlashInfer %s MLA %s (%s), %s: %d stage%s, %d-key KV tiles, %d-row Q tiles%s, %zu B shared memory "
@@ -190,7 +190,8 @@ void create(vfi_plan** out, int backend, const int32_t* qo_indptr, const int32_t
                                   " work items; FlashInfer's MLAPlan holds " + std::to_string(vfi::kMaxWorks));
   if (est.merge_ctas > num_sm)
     fail(VFI_ERR_UNSUPPORTED, "the batch needs " + std::to_string(est.merge_ctas) +
-                                  " merge CTAs; FlashInfer's MLAPlan holds one per SM (" + std::to_string(num_sm) + ")");
+                                  " merge CTAs; FlashInfer's MLAPlan holds one per SM (" + std::to_string(num_sm) +
+                                  ")");
   if (causal) {
     const std::string why = vfi::causal_tile_problem(qo_indptr, kv_len, batch, num_heads, est.tile_q, p.entry.tile_kv);
     if (!why.empty()) fail(VFI_ERR_UNSUPPORTED, "FlashInfer's causal tile bound: " + why);
@@ -214,12 +215,11 @@ void create(vfi_plan** out, int backend, const int32_t* qo_indptr, const int32_t
       kvl(kv_len, kv_len + batch);
   std::vector<uint8_t> host_ws(static_cast<size_t>(int_bytes), 0);  // MLAPlan's "page-locked" staging copy
   size_t staged = 0;
-  cuda_check(flashinfer::MLAPlan<int32_t>(p.float_ws, float_bytes, p.int_ws, host_ws.data(), int_bytes, p.info,
-                                          staged, qo.data(), kvp.data(), kvl.data(), batch, num_heads,
-                                          vfi::kHeadDimCkv, causal != 0, nullptr),
+  cuda_check(flashinfer::MLAPlan<int32_t>(p.float_ws, float_bytes, p.int_ws, host_ws.data(), int_bytes, p.info, staged,
+                                          qo.data(), kvp.data(), kvl.data(), batch, num_heads, vfi::kHeadDimCkv,
+                                          causal != 0, nullptr),
              "flashinfer::MLAPlan");
-  if (p.info.num_blks_x * p.info.num_blks_y > num_sm)
-    fail(VFI_ERR_INTERNAL, "MLAPlan asked for more CTAs than SMs");
+  if (p.info.num_blks_x * p.info.num_blks_y > num_sm) fail(VFI_ERR_INTERNAL, "MLAPlan asked for more CTAs than SMs");
   const int32_t* work_indptr = reinterpret_cast<const int32_t*>(host_ws.data() + p.info.work_indptr_offset);
   p.works = work_indptr[p.info.num_blks_y];
   cuda_check(cudaMemcpy(p.int_ws, host_ws.data(), staged, cudaMemcpyHostToDevice), "cudaMemcpy(plan)");
@@ -235,8 +235,8 @@ void create(vfi_plan** out, int backend, const int32_t* qo_indptr, const int32_t
                  p.entry.smem_bytes),
              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   if (int64_t(per_sm) * num_sm < p.info.num_blks_x * p.info.num_blks_y)
-    fail(VFI_ERR_UNSUPPORTED, "the cooperative grid does not fit on the device (" + std::to_string(per_sm) +
-                                  " CTA per SM)");
+    fail(VFI_ERR_UNSUPPORTED,
+         "the cooperative grid does not fit on the device (" + std::to_string(per_sm) + " CTA per SM)");
   p.description = describe(p);
   guard.p = nullptr;
   *out = plan.release();
@@ -246,8 +246,8 @@ bool misaligned(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 
 
 uint32_t stride32(int64_t s, const char* name) {
   if (s < 8 || s % 8 != 0 || s > 0xffffffffLL)
-    fail(VFI_ERR_ARGUMENT, std::string(name) + " " + std::to_string(s) +
-                               " must be a multiple of 8 elements (16 B) in 8..2^32-1");
+    fail(VFI_ERR_ARGUMENT,
+         std::string(name) + " " + std::to_string(s) + " must be a multiple of 8 elements (16 B) in 8..2^32-1");
   return static_cast<uint32_t>(s);
 }
 
@@ -260,8 +260,8 @@ void run(const vfi_plan* p, const vfi_run_args* a) {
   int dev = -1;
   cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
   if (dev != p->device)
-    fail(VFI_ERR_ARGUMENT, "the plan is for device " + std::to_string(p->device) + ", the current device is " +
-                               std::to_string(dev));
+    fail(VFI_ERR_ARGUMENT,
+         "the plan is for device " + std::to_string(p->device) + ", the current device is " + std::to_string(dev));
   using flashinfer::GetPtrFromBaseOffset;
   const flashinfer::MLAPlanInfo& in = p->info;
   vfi::Params prm{};
@@ -305,10 +305,9 @@ void run(const vfi_plan* p, const vfi_run_args* a) {
   prm.ckv_scale_arr = nullptr;
   prm.return_lse_base_on_e = a->lse_base_e != 0;
   void* args[] = {&prm};
-  cuda_check(cudaLaunchCooperativeKernel(p->entry.kernel, dim3(static_cast<unsigned>(in.num_blks_x),
-                                                               static_cast<unsigned>(in.num_blks_y)),
-                                         p->entry.block, args, p->entry.smem_bytes,
-                                         static_cast<cudaStream_t>(a->stream)),
+  cuda_check(cudaLaunchCooperativeKernel(
+                 p->entry.kernel, dim3(static_cast<unsigned>(in.num_blks_x), static_cast<unsigned>(in.num_blks_y)),
+                 p->entry.block, args, p->entry.smem_bytes, static_cast<cudaStream_t>(a->stream)),
              "cudaLaunchCooperativeKernel");
 }
 
@@ -331,9 +330,7 @@ const char* vfi_library_description(void) {
   return d.c_str();
 }
 
-int vfi_has_backend(int backend) {
-  return backend == VFI_BACKEND_FA2 || (backend == VFI_BACKEND_FA3 && VFI_WITH_FA3);
-}
+int vfi_has_backend(int backend) { return backend == VFI_BACKEND_FA2 || (backend == VFI_BACKEND_FA3 && VFI_WITH_FA3); }
 
 const char* vfi_last_error(void) { return g_error.c_str(); }
 
@@ -365,7 +362,9 @@ int vfi_plan_get_config(const vfi_plan* p, vfi_plan_config* c) {
 
 const char* vfi_plan_description(const vfi_plan* p) { return p ? p->description.c_str() : ""; }
 
-int vfi_run(const vfi_plan* p, const vfi_run_args* a) { return guarded("vfi_run", [&] { run(p, a); }); }
+int vfi_run(const vfi_plan* p, const vfi_run_args* a) {
+  return guarded("vfi_run", [&] { run(p, a); });
+}
 
 void vfi_plan_destroy(vfi_plan* p) {
   if (!p) return;

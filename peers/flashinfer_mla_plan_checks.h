@@ -43,7 +43,8 @@ inline ScheduleEstimate estimate_schedule(const int32_t* qo_indptr, const int32_
     const int64_t n_tiles = ceil_div64(rows_all, s.tile_q);
     for (int64_t t = 0; t < n_tiles; ++t) {
       int64_t eff = kv;
-      if (causal && t + 1 != n_tiles) eff = std::max<int64_t>(std::min(kv - q + ceil_div64((t + 1) * s.tile_q, heads), kv), 0);
+      if (causal && t + 1 != n_tiles)
+        eff = std::max<int64_t>(std::min(kv - q + ceil_div64((t + 1) * s.tile_q, heads), kv), 0);
       tiles.push_back({eff, std::min<int64_t>(s.tile_q, rows_all - t * s.tile_q)});
       total += eff;
     }

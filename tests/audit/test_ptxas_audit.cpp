@@ -11,8 +11,8 @@
 #include <set>
 #include <sstream>
 
-#include "tests/audit/ptxas_report.h"
 #include "kernels/vattn_abi.h"
+#include "tests/audit/ptxas_report.h"
 
 extern "C" const vattn_revision* vattn_revision_split_v1(void);
 extern "C" const vattn_revision* vattn_revision_split_v2(void);
@@ -46,7 +46,7 @@ void audit_report(const char* path, const vattn_revision* rev, const std::string
         seen.insert({name, k.arch});
       }
     INFO(caps.name << " " << k.arch << " " << k.function);
-    CHECK(dynamic >= 0);  // a kernel the audit does not know: say how it is launched
+    CHECK(dynamic >= 0);                                     // a kernel the audit does not know: say how it is launched
     CHECK(k.function.find(kernel_ns) != std::string::npos);  // the report is of this revision
     const std::string problems = audit_entry(k, dynamic < 0 ? 0 : dynamic);
     std::printf("%-9s %-8s %-62s %s %3d  smem %6ld+%ld  stack %ld  spill %ld/%ld  %s\n", caps.name, k.arch.c_str(),

@@ -5,7 +5,6 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/cpu/temp_dir.h"
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +16,7 @@
 #include <regex>
 #include <string>
 #include <vector>
+#include "tests/cpu/temp_dir.h"
 
 #include "vattn/case/bf16.h"
 #include "vattn/case/case.h"
@@ -274,8 +274,8 @@ TEST_CASE("datasets over 64 KiB are chunked with shuffle and deflate, small ones
   TempDir dir;
   const std::string path = dir.file("big.h5");
   // q: 17 drafts x 8 heads x 576 x 2 bytes = 156672 bytes, over the threshold.
-  Case big = build_case("big", 8, 576, 512, {300, 13}, {{-1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, {-1}},
-                        20, 5);
+  Case big =
+      build_case("big", 8, 576, 512, {300, 13}, {{-1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, {-1}}, 20, 5);
   vattn::write_case_file(path, test_header(), {big});
 
   const DatasetLayout q = inspect(path, "/cases/big/q");
@@ -370,7 +370,8 @@ TEST_CASE("a producer may be stored without lse, oracle_fp64 may not", "[h5]") {
   serving.lse_stored = false;
   vattn::write_case_output(path, "c", serving);
   const Case back = vattn::read_case_file(path).cases.at(0);
-  const auto it = std::find_if(back.outputs.begin(), back.outputs.end(), [](const StoredOutput& o) { return o.producer == "serving"; });
+  const auto it = std::find_if(back.outputs.begin(), back.outputs.end(),
+                               [](const StoredOutput& o) { return o.producer == "serving"; });
   REQUIRE(it != back.outputs.end());
   CHECK_FALSE(it->lse_stored);
   CHECK(it->lse.empty());
@@ -445,8 +446,10 @@ TEST_CASE("a file that is not HDF5 is refused with a clear reason", "[h5][valida
   }
   for (int pass = 0; pass < 2; ++pass) {
     try {
-      if (pass == 0) vattn::read_case_file(path);
-      else vattn::list_cases(path);
+      if (pass == 0)
+        vattn::read_case_file(path);
+      else
+        vattn::list_cases(path);
       FAIL("garbage was accepted");
     } catch (const vattn::InputError& e) {
       CHECK(e.file() == path);

@@ -38,7 +38,8 @@ Case valid_case(const std::string& name) {
   c.draft_parent = {-1, 0, 0, 1, -1, -1, 0, 1, 1, 0, 4};
   c.draft_mask_indptr = {0};
   for (int b = 0; b < 3; ++b) {
-    const std::vector<int32_t> par(c.draft_parent.begin() + c.qo_indptr[b], c.draft_parent.begin() + c.qo_indptr[b + 1]);
+    const std::vector<int32_t> par(c.draft_parent.begin() + c.qo_indptr[b],
+                                   c.draft_parent.begin() + c.qo_indptr[b + 1]);
     const auto m = vattn::mask_from_parents(par);
     c.draft_mask.insert(c.draft_mask.end(), m.begin(), m.end());
     c.draft_mask_indptr.push_back(c.draft_mask_indptr.back() + static_cast<int64_t>(m.size()));
@@ -121,7 +122,8 @@ void set_attr(const std::string& path, const std::string& object, const char* na
     REQUIRE(H5Adelete_by_name(f.id, object.c_str(), name, H5P_DEFAULT) >= 0);
   }
   const hid_t space = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate_by_name(f.id, object.c_str(), name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t a =
+      H5Acreate_by_name(f.id, object.c_str(), name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   REQUIRE(a >= 0);
   REQUIRE(H5Awrite(a, mem_type, value) >= 0);
   H5Aclose(a);
@@ -420,7 +422,9 @@ TEST_CASE("validate: validate_cases=false hands back a malformed case untouched"
 }
 
 TEST_CASE("an InputError escapes control bytes and broken UTF-8 read from a damaged file", "[validate]") {
-  const vattn::InputError e("f.h5", std::string("c\x01se"), "dtype", std::string("is '\x0b" "float16\xff', \xc3\xa9 kept"));
+  const vattn::InputError e("f.h5", std::string("c\x01se"), "dtype",
+                            std::string("is '\x0b"
+                                        "float16\xff', \xc3\xa9 kept"));
   const std::string what = e.what();
   CHECK(what == "f.h5: case 'c\\x01se': field 'dtype': is '\\x0bfloat16\\xff', \xc3\xa9 kept");
   // Lead bytes that start no UTF-8 sequence (0xf5..0xff, 0x80..0xc1) are escaped with what follows them.

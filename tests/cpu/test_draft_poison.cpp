@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "vattn/case/case.h"
-#include "vattn/oracle/cpu_oracle.h"
-#include "vattn/check/draft_poison.h"
 #include "tests/cpu/hand_case.h"
+#include "vattn/case/case.h"
+#include "vattn/check/draft_poison.h"
+#include "vattn/oracle/cpu_oracle.h"
 
 namespace {
 
@@ -35,7 +35,9 @@ Case poisoned_copy(const Case& c, const DraftPoison& p) {
 
 // A chain of 5 drafts after 97 prefix keys and a small tree after 40: every draft but the last
 // of a chain is seen by some rows and not by others.
-Case two_requests() { return vattn::test::hand_case("poison", 2, 576, 512, {{97, {-1, 0, 1, 2, 3}}, {40, {-1, 0, 0}}}, 5, 3, 1.0f); }
+Case two_requests() {
+  return vattn::test::hand_case("poison", 2, 576, 512, {{97, {-1, 0, 1, 2, 3}}, {40, {-1, 0, 0}}}, 5, 3, 1.0f);
+}
 
 bool sees(const Case& c, const DraftPoison& p, int64_t flat_row) {
   const int64_t q = flat_row / c.num_heads, q0 = c.qo_indptr[static_cast<size_t>(p.request)];
@@ -91,7 +93,8 @@ TEST_CASE("partly visible poison: +-Inf in a shared K/V column", "[draft_poison]
     REQUIRE(seeing >= 0);
     plausible.lse[static_cast<size_t>(seeing)] = NAN;
     std::fill_n(plausible.out.begin() + seeing * c.d_v, c.d_v, 0.0f);
-    const std::string bad = vattn::poisoned_draft_problem(c, scale, p, clean.out, clean.lse, plausible.out, plausible.lse);
+    const std::string bad =
+        vattn::poisoned_draft_problem(c, scale, p, clean.out, clean.lse, plausible.out, plausible.lse);
     CHECK(bad.find("NaN lse but a wholly finite output row") != std::string::npos);
   }
 }

@@ -19,13 +19,13 @@
 
 #include "vattn/case/bf16.h"
 #include "vattn/case/case.h"
-#include "vattn/fuzz/gen/case_stream.h"
-#include "vattn/fuzz/gen/gen_recipe.h"
-#include "vattn/gen/generate.h"
 #include "vattn/fuzz/campaign/investigation.h"
 #include "vattn/fuzz/campaign/journal.h"
-#include "vattn/testbed/partials.h"
+#include "vattn/fuzz/gen/case_stream.h"
+#include "vattn/fuzz/gen/gen_recipe.h"
 #include "vattn/fuzz/protocol/protocol.h"
+#include "vattn/gen/generate.h"
+#include "vattn/testbed/partials.h"
 
 using vattn::InputError;
 using vattn::Recipe;
@@ -39,8 +39,9 @@ namespace {
 
 using vattn::test::TempDir;
 
-const char* kStart = "B=2 H=3 P=[64,5] T=[25,17] tree=wide profile=k26 layout=reversed poison=1 seed=1910826897 "
-                     "scale=0.1446796 splits=2";
+const char* kStart =
+    "B=2 H=3 P=[64,5] T=[25,17] tree=wide profile=k26 layout=reversed poison=1 seed=1910826897 "
+    "scale=0.1446796 splits=2";
 
 Verdict failing(const std::string& verdict, const std::string& check, const std::string& repro = "") {
   Verdict v;
@@ -80,7 +81,7 @@ TEST_CASE("fuzz campaign: an investigation shrinks a wrong answer to the simples
   Investigation inv(first, Recipe::parse(kStart), /*confirm_first=*/false, InvestigationLimits{});
   CHECK(inv.signature() == "wrong: vs oracle_fp64");
   CHECK_FALSE(inv.fresh_process());  // a wrong answer does not take the worker down
-  CHECK(inv.confirmed());              // nothing to confirm for this class
+  CHECK(inv.confirmed());            // nothing to confirm for this class
   REQUIRE_FALSE(inv.done());
   int n = 0;
   const int fed = drive(inv, [&n](const Recipe& r) {
@@ -169,8 +170,7 @@ TEST_CASE("fuzz campaign: an investigation stops at its run and time budgets", "
   CHECK(late.stop_reason() == "time budget spent (5 s)");
 }
 
-TEST_CASE("fuzz campaign: a finding keeps the run parameters it needs and drops the others",
-          "[fuzz-campaign]") {
+TEST_CASE("fuzz campaign: a finding keeps the run parameters it needs and drops the others", "[fuzz-campaign]") {
   Recipe r = Recipe::parse(kStart);
   r.slot_base = 5000000;
   r.fault = "index-neg";
@@ -265,14 +265,20 @@ TEST_CASE("fuzz campaign: a journal with a torn last line reads back without it 
   {
     std::ofstream out(path);
     out << R"({"t":"campaign","schema":"vattn-fuzz-journal","version":1,"kernel":"host:faulty","seed":9,)"
-        << R"("budget":"small","cases":10})" << "\n"
-        << R"({"t":"run","run":1,"resumed":false})" << "\n"
-        << R"({"t":"case","i":0,"v":"pass","c":"short"})" << "\n"
-        << R"({"t":"case","i":1,"v":"wrong","c":"short","sig":"wrong: vs oracle_fp64","f":"001"})" << "\n"
+        << R"("budget":"small","cases":10})"
+        << "\n"
+        << R"({"t":"run","run":1,"resumed":false})"
+        << "\n"
+        << R"({"t":"case","i":0,"v":"pass","c":"short"})"
+        << "\n"
+        << R"({"t":"case","i":1,"v":"wrong","c":"short","sig":"wrong: vs oracle_fp64","f":"001"})"
+        << "\n"
         << R"({"t":"finding","id":"001","sig":"wrong: vs oracle_fp64","dir":"x","recipe":"B=1 H=3 P=[0] T=[1]"})"
         << "\n"
-        << R"({"t":"case","i":2,"v":"wrong","c":"short","sig":"wrong: vs oracle_fp64","f":"001"})" << "\n"
-        << R"({"t":"tick","run":1,"elapsed_s":5.0,"cases":3})" << "\n"
+        << R"({"t":"case","i":2,"v":"wrong","c":"short","sig":"wrong: vs oracle_fp64","f":"001"})"
+        << "\n"
+        << R"({"t":"tick","run":1,"elapsed_s":5.0,"cases":3})"
+        << "\n"
         << R"({"t":"case","i":3,"v":"pass","c":"sh)";  // the kill came inside this write
   }
   auto st = vattn::fuzz::read_journal(path);
@@ -325,9 +331,11 @@ TEST_CASE("fuzz campaign: read_journal refuses what is not a campaign journal, n
   CHECK_THAT(message_of(), Catch::Contains("no such journal"));
   std::ofstream(path) << "";
   CHECK_THAT(message_of(), Catch::Contains("empty"));
-  std::ofstream(path) << R"({"t":"run","run":1})" << "\n";
+  std::ofstream(path) << R"({"t":"run","run":1})"
+                      << "\n";
   CHECK_THAT(message_of(), Catch::Contains("not a vattn fuzz campaign line"));
-  std::ofstream(path) << R"({"t":"campaign","schema":"vattn-fuzz-journal","version":2})" << "\n";
+  std::ofstream(path) << R"({"t":"campaign","schema":"vattn-fuzz-journal","version":2})"
+                      << "\n";
   CHECK_THAT(message_of(), Catch::Contains("journal version 2"));
   vattn::fuzz::Journal j;
   CHECK_THROWS_AS(j.create(path), InputError);  // create refuses an existing journal
@@ -380,7 +388,8 @@ TEST_CASE("fuzz campaign: the fp32-partials property passes fp32 merges and fail
 TEST_CASE("fuzz campaign: a cancelling mean with an fp32-sized error is not a partials failure", "[fuzz]") {
   // Seen on split-v1 (H200): 2.49594e-07 against a mean of 2.41819e-07 over values of size ~0.5 is
   // 4 bf16 ulps of the mean but 1.6e-8 of the magnitudes summed: fp32 arithmetic, not bf16 partials.
-  const std::vector<float> mean{2.41819e-07f}, mean_abs{0.5f}, out{2.49594e-07f}, single{vattn::round_to_bf16(2.41819e-07f)};
+  const std::vector<float> mean{2.41819e-07f}, mean_abs{0.5f}, out{2.49594e-07f},
+      single{vattn::round_to_bf16(2.41819e-07f)};
   CHECK(testbed::partials_problem(out, single, mean, mean_abs, 6).empty());
   // Without the magnitudes it would be one.
   CHECK_FALSE(testbed::partials_problem(out, single, mean, {0.0f}, 6).empty());

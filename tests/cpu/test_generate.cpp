@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
+#include <catch2/catch.hpp>
 
 #include "vattn/case/bf16.h"
 #include "vattn/case/case.h"
@@ -348,7 +348,8 @@ TEST_CASE("poison fills exactly what no K(b,i) contains", "[generate]") {
             const bool padded = par(b, i);
             padded_rows += padded;
             const bool bad_expected = padded && poisoned;
-            REQUIRE((bad_expected ? none_finite(&c.kv_draft[row * dqk], dqk) : all_finite(&c.kv_draft[row * dqk], dqk)));
+            REQUIRE(
+                (bad_expected ? none_finite(&c.kv_draft[row * dqk], dqk) : all_finite(&c.kv_draft[row * dqk], dqk)));
             // A padded row's query still attends the prefix, so it is poisoned only without one.
             const bool q_bad_expected = bad_expected && c.prefix_len(b) == 0;
             REQUIRE((q_bad_expected ? none_finite(&c.q[row * H * dqk], H * dqk)
@@ -415,7 +416,8 @@ TEST_CASE("value profiles have the features they promise", "[generate]") {
     const Case c = vattn::generate_case(small_recipe("chain", "ties", "sparse", false), "ties");
     std::set<std::vector<uint16_t>> distinct;
     for (int b = 0; b < 3; ++b) {
-      for (int p = 0; p < c.prefix_len(b); ++p) distinct.insert(std::vector<uint16_t>(prefix_key(c, b, p), prefix_key(c, b, p) + 576));
+      for (int p = 0; p < c.prefix_len(b); ++p)
+        distinct.insert(std::vector<uint16_t>(prefix_key(c, b, p), prefix_key(c, b, p) + 576));
     }
     CHECK(distinct.size() == 3);
   }
@@ -511,11 +513,13 @@ TEST_CASE("the row fillers give the bits of their scalar definitions", "[generat
     }
     CHECK(got == want);
     vattn::gen::fill_scaled_normalish(a, scale.data(), got.data(), len);
-    for (int d = 0; d < len; ++d) want[static_cast<size_t>(d)] = vattn::double_to_bf16(scale[static_cast<size_t>(d)] * b.normalish());
+    for (int d = 0; d < len; ++d)
+      want[static_cast<size_t>(d)] = vattn::double_to_bf16(scale[static_cast<size_t>(d)] * b.normalish());
     CHECK(got == want);
     vattn::gen::fill_near(a, 70.0 / (seed + 1), centre.data(), -0.5, 0.5, got.data(), len);
     for (int d = 0; d < len; ++d)
-      want[static_cast<size_t>(d)] = vattn::double_to_bf16(70.0 / (seed + 1) * (centre[static_cast<size_t>(d)] + b.uniform(-0.5, 0.5)));
+      want[static_cast<size_t>(d)] =
+          vattn::double_to_bf16(70.0 / (seed + 1) * (centre[static_cast<size_t>(d)] + b.uniform(-0.5, 0.5)));
     CHECK(got == want);
     CHECK(a.next() == b.next());  // both streams consumed the same number of draws
     const double pos = static_cast<double>(seed * 40503 % 262144);

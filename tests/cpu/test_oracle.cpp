@@ -10,11 +10,11 @@
 #include <numeric>
 #include <random>
 
+#include "tests/cpu/hand_case.h"
 #include "vattn/case/bf16.h"
 #include "vattn/case/case.h"
 #include "vattn/oracle/cpu_common.h"
 #include "vattn/oracle/cpu_oracle.h"
-#include "tests/cpu/hand_case.h"
 
 namespace {
 
@@ -80,7 +80,8 @@ Scalar scalar_reference(const Case& c) {
     for (int i = 0; i < c.drafts(b); ++i) {
       keys.clear();
       for (int k = c.kv_indptr[static_cast<size_t>(b)]; k < c.kv_indptr[static_cast<size_t>(b) + 1]; ++k)
-        keys.push_back(&c.kv_pool[static_cast<size_t>(c.kv_indices[static_cast<size_t>(k)]) * static_cast<size_t>(dqk)]);
+        keys.push_back(
+            &c.kv_pool[static_cast<size_t>(c.kv_indices[static_cast<size_t>(k)]) * static_cast<size_t>(dqk)]);
       const int n = c.qo_indptr[static_cast<size_t>(b)] + i;
       for (int j = 0; j < c.drafts(b); ++j) {
         if (c.visible(b, i, j)) {
@@ -135,14 +136,17 @@ void require_matches_scalar(const Case& c, const Reference& ref, const Scalar& s
       if (bad++ < 3) UNSCOPED_INFO("out[" << i << "] = " << ref.out[i] << " want " << want << " in " << c.describe());
     }
     // abs_pv is accumulated in float: it only scales the tolerance.
-    if (!(std::fabs(ref.abs_pv[i] - static_cast<double>(s.abs_pv[i])) <= 1e-5 * static_cast<double>(s.abs_pv[i]) + 1e-30)) {
-      if (bad++ < 3) UNSCOPED_INFO("abs_pv[" << i << "] = " << ref.abs_pv[i] << " want " << static_cast<double>(s.abs_pv[i]));
+    if (!(std::fabs(ref.abs_pv[i] - static_cast<double>(s.abs_pv[i])) <=
+          1e-5 * static_cast<double>(s.abs_pv[i]) + 1e-30)) {
+      if (bad++ < 3)
+        UNSCOPED_INFO("abs_pv[" << i << "] = " << ref.abs_pv[i] << " want " << static_cast<double>(s.abs_pv[i]));
     }
   }
   for (size_t i = 0; i < s.lse.size(); ++i) {
     const double want = static_cast<double>(s.lse[i]);
     const bool ok = std::isinf(want) ? ref.lse[i] == want
-                                     : std::fabs(ref.lse[i] - want) <= 1e-12 * (1 + std::fabs(want) + static_cast<double>(s.lse_scale[i]));
+                                     : std::fabs(ref.lse[i] - want) <=
+                                           1e-12 * (1 + std::fabs(want) + static_cast<double>(s.lse_scale[i]));
     if (!ok && bad++ < 3) UNSCOPED_INFO("lse[" << i << "] = " << ref.lse[i] << " want " << want);
     const double ws = static_cast<double>(s.lse_scale[i]);
     if (!(std::fabs(ref.lse_scale[i] - ws) <= 1e-5 * ws + 1e-30) && bad++ < 3)
@@ -160,11 +164,7 @@ bool bitwise_equal(const std::vector<double>& a, const std::vector<double>& b) {
 std::vector<Req> mixed_requests() {
   const int32_t pad = vattn::kPaddedNode;
   return {
-      {37, chain(5)},
-      {0, {-1, 0, 0, 1, pad, 2, pad}},
-      {0, {pad}},
-      {130, {-1, 0, 0, 0, pad, pad}},
-      {1, {-1, -1, 1}},
+      {37, chain(5)}, {0, {-1, 0, 0, 1, pad, 2, pad}}, {0, {pad}}, {130, {-1, 0, 0, 0, pad, pad}}, {1, {-1, -1, 1}},
   };
 }
 
@@ -358,7 +358,7 @@ TEST_CASE("reference_bf16_emulated rounds like a kernel and stays near fp64", "[
   for (size_t i = 0; i < r16.lse.size(); ++i) max_lse = std::max(max_lse, std::fabs(r16.lse[i] - r64.lse[i]));
   CHECK(differs > static_cast<int64_t>(r16.out.size() / 2));  // it really rounds
   CHECK(max_rel <= 1.0 / 256);
-  CHECK(max_lse > 0);      // fp32 logits
+  CHECK(max_lse > 0);  // fp32 logits
   CHECK(max_lse < 1e-4);
 }
 

@@ -17,15 +17,15 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <rapidcheck.h>
+#include <catch2/catch.hpp>
 
+#include "tests/support/rc_support.h"
 #include "vattn/case/bf16.h"
 #include "vattn/case/case.h"
-#include "vattn/oracle/cpu_oracle.h"
 #include "vattn/fuzz/gen/gen_recipe.h"
 #include "vattn/gen/generate.h"
-#include "tests/support/rc_support.h"
+#include "vattn/oracle/cpu_oracle.h"
 
 using namespace vattn;
 
@@ -99,7 +99,8 @@ std::vector<const uint16_t*> visible_keys(const Case& c, int b, int i) {
     keys.push_back(&c.kv_pool[static_cast<size_t>(c.kv_indices[static_cast<size_t>(k)]) * dqk]);
   }
   for (int j = 0; j < c.drafts(b); ++j) {
-    if (c.visible(b, i, j)) keys.push_back(&c.kv_draft[static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + j) * dqk]);
+    if (c.visible(b, i, j))
+      keys.push_back(&c.kv_draft[static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + j) * dqk]);
   }
   return keys;
 }
@@ -109,8 +110,8 @@ struct RowAttention {
   std::vector<double> logits;
   std::vector<double> out;
   double lse = -std::numeric_limits<double>::infinity();
-  double abs_pv = 0;      // sum_k p_k max_d |v_kd|: bounds every column's sum_k p_k |v_kd|
-  double logit_scale = 0; // max_k sm_scale * sum_d |q_d k_d|
+  double abs_pv = 0;       // sum_k p_k max_d |v_kd|: bounds every column's sum_k p_k |v_kd|
+  double logit_scale = 0;  // max_k sm_scale * sum_d |q_d k_d|
 };
 
 RowAttention attend_row(const Case& c, int64_t row, int h, const std::vector<const uint16_t*>& keys) {
@@ -130,7 +131,8 @@ RowAttention attend_row(const Case& c, int64_t row, int h, const std::vector<con
     }
     r.logits.push_back(c.sm_scale * s);
     // Non-finite inputs (a garbage query) make the scale infinite, which callers test for.
-    r.logit_scale = std::isfinite(sa) ? std::max(r.logit_scale, c.sm_scale * sa) : std::numeric_limits<double>::infinity();
+    r.logit_scale =
+        std::isfinite(sa) ? std::max(r.logit_scale, c.sm_scale * sa) : std::numeric_limits<double>::infinity();
     m = std::max(m, c.sm_scale * s);
   }
   double sum = 0;
@@ -160,7 +162,8 @@ Case single_request(const Case& c, int b) {
   const size_t ub = static_cast<size_t>(b);
   const size_t q0 = static_cast<size_t>(c.qo_indptr[ub]), q1 = static_cast<size_t>(c.qo_indptr[ub + 1]);
   const size_t qrow = static_cast<size_t>(c.num_heads) * static_cast<size_t>(c.d_qk), dqk = static_cast<size_t>(c.d_qk);
-  s.q.assign(c.q.begin() + static_cast<std::ptrdiff_t>(q0 * qrow), c.q.begin() + static_cast<std::ptrdiff_t>(q1 * qrow));
+  s.q.assign(c.q.begin() + static_cast<std::ptrdiff_t>(q0 * qrow),
+             c.q.begin() + static_cast<std::ptrdiff_t>(q1 * qrow));
   s.kv_draft.assign(c.kv_draft.begin() + static_cast<std::ptrdiff_t>(q0 * dqk),
                     c.kv_draft.begin() + static_cast<std::ptrdiff_t>(q1 * dqk));
   s.kv_pool = c.kv_pool;
@@ -168,7 +171,8 @@ Case single_request(const Case& c, int b) {
   s.kv_indices.assign(c.kv_indices.begin() + c.kv_indptr[ub], c.kv_indices.begin() + c.kv_indptr[ub + 1]);
   s.kv_indptr = {0, c.prefix_len(b)};
   s.qo_indptr = {0, c.drafts(b)};
-  s.draft_mask.assign(c.draft_mask.begin() + c.draft_mask_indptr[ub], c.draft_mask.begin() + c.draft_mask_indptr[ub + 1]);
+  s.draft_mask.assign(c.draft_mask.begin() + c.draft_mask_indptr[ub],
+                      c.draft_mask.begin() + c.draft_mask_indptr[ub + 1]);
   s.draft_mask_indptr = {0, static_cast<int64_t>(s.draft_mask.size())};
   if (!c.draft_parent.empty()) {
     s.draft_parent.assign(c.draft_parent.begin() + static_cast<std::ptrdiff_t>(q0),
@@ -205,8 +209,9 @@ Case moved_rows(const Case& c, uint64_t perm_seed, int extra) {
   for (int64_t r = 0; r < total; ++r) {
     const int64_t src = n > 0 ? r % n : -1;
     if (src < 0) continue;
-    std::copy_n(c.kv_pool.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(src) * dqk), dqk,
-                m.kv_pool.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(slot[static_cast<size_t>(r)]) * dqk));
+    std::copy_n(
+        c.kv_pool.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(src) * dqk), dqk,
+        m.kv_pool.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(slot[static_cast<size_t>(r)]) * dqk));
   }
   for (auto& idx : m.kv_indices) idx = static_cast<int32_t>(slot[static_cast<size_t>(idx)]);
   if (!c.kv_slot_ids.empty()) {
@@ -315,7 +320,8 @@ TEST_CASE("oracle property: a head computed alone equals that head in the full c
       for (int64_t row = 0; row < c.n_q(); ++row) {
         const size_t rh = static_cast<size_t>(row) * H + static_cast<size_t>(h), r1 = static_cast<size_t>(row);
         if (!close(one.lse[r1], all.lse[rh], all.lse_scale[rh])) {
-          RC_FAIL(where(c, row, h) + ": lse alone " + std::to_string(one.lse[r1]) + " vs " + std::to_string(all.lse[rh]));
+          RC_FAIL(where(c, row, h) + ": lse alone " + std::to_string(one.lse[r1]) + " vs " +
+                  std::to_string(all.lse[rh]));
         }
         for (size_t d = 0; d < dv; ++d) {
           const double x = one.out[r1 * dv + d], ref = all.out[rh * dv + d];
@@ -350,7 +356,8 @@ TEST_CASE("oracle property: a chain tree equals causal attention over prefix + d
   rc_prop("chain == causal", [chains] {
     const Case c = generate_case(*chains);
     const Reference ref = oracle_fp64(c);
-    const size_t H = static_cast<size_t>(c.num_heads), dv = static_cast<size_t>(c.d_v), dqk = static_cast<size_t>(c.d_qk);
+    const size_t H = static_cast<size_t>(c.num_heads), dv = static_cast<size_t>(c.d_v),
+                 dqk = static_cast<size_t>(c.d_qk);
     for (int req = 0; req < c.num_requests(); ++req) {
       const size_t q0 = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(req)]);
       for (int i = 0; i < c.drafts(req); ++i) {
@@ -369,8 +376,8 @@ TEST_CASE("oracle property: a chain tree equals causal attention over prefix + d
           }
           for (size_t d = 0; d < dv; ++d) {
             if (!close(ref.out[rh * dv + d], want.out[d], want.abs_pv)) {
-              RC_FAIL(where(c, row, h) + " column " + std::to_string(d) + ": out " + std::to_string(ref.out[rh * dv + d]) +
-                      ", causal " + std::to_string(want.out[d]));
+              RC_FAIL(where(c, row, h) + " column " + std::to_string(d) + ": out " +
+                      std::to_string(ref.out[rh * dv + d]) + ", causal " + std::to_string(want.out[d]));
             }
           }
         }
@@ -435,7 +442,8 @@ TEST_CASE("oracle property: the probabilities exp(s_k - lse) sum to 1 on every n
         for (int h = 0; h < c.num_heads; ++h) {
           const double lse = ref.lse[static_cast<size_t>(row) * H + static_cast<size_t>(h)];
           if (keys.empty()) {
-            if (!(std::isinf(lse) && lse < 0)) RC_FAIL(where(c, row, h) + ": empty key set but lse " + std::to_string(lse));
+            if (!(std::isinf(lse) && lse < 0))
+              RC_FAIL(where(c, row, h) + ": empty key set but lse " + std::to_string(lse));
             continue;
           }
           const RowAttention a = attend_row(c, row, h, keys);
@@ -629,9 +637,10 @@ TEST_CASE("recipe generator: failures shrink to the minimal recipe", "[property]
   {
     Recipe m = minimal_recipe();
     m.drafts = {17};
-    targets.push_back({"some T >= 17", [](const Recipe& r) {
-                         return std::any_of(r.drafts.begin(), r.drafts.end(), [](int t) { return t >= 17; });
-                       }, m});
+    targets.push_back(
+        {"some T >= 17",
+         [](const Recipe& r) { return std::any_of(r.drafts.begin(), r.drafts.end(), [](int t) { return t >= 17; }); },
+         m});
   }
   {
     Recipe m = minimal_recipe();
@@ -656,7 +665,8 @@ TEST_CASE("recipe generator: failures shrink to the minimal recipe", "[property]
     Recipe m = minimal_recipe();
     m.splits = 5;
     m.profile = "huge";
-    targets.push_back({"splits >= 5 with huge values", [](const Recipe& r) { return r.splits >= 5 && r.profile == "huge"; }, m});
+    targets.push_back(
+        {"splits >= 5 with huge values", [](const Recipe& r) { return r.splits >= 5 && r.profile == "huge"; }, m});
   }
   for (const auto& t : targets) {
     int started = 0;
@@ -678,8 +688,8 @@ TEST_CASE("rc glue: a failing property reports its shrunk recipe and commands th
     const Recipe r = *gen_recipe(GenBudget::small());
     RC_ASSERT(!any_prefix_at_least(r, 77));
   });
-  const FuzzConfig cfg = fuzz_config_from_lookup(
-      lookup_in({{"RC_PARAMS", "seed=99 max_success=300"}, {"VATTN_FUZZ_BUDGET", "small"}}));
+  const FuzzConfig cfg =
+      fuzz_config_from_lookup(lookup_in({{"RC_PARAMS", "seed=99 max_success=300"}, {"VATTN_FUZZ_BUDGET", "small"}}));
   const PropertyOutcome out = run_property(prop, "glue test", "prefix below 77", cfg);
   INFO(out.report);
   REQUIRE(out.kind == PropertyOutcome::Kind::failed);
@@ -736,7 +746,8 @@ TEST_CASE("rc glue: a failure that does not repeat is reported as such, with why
 TEST_CASE("rc glue: the same seed draws the same recipes, another seed others", "[property][fuzz]") {
   auto record = [](const std::string& rc_params) {
     std::vector<std::string> lines;
-    const auto prop = rc::detail::toProperty([&lines] { lines.push_back((*gen_recipe(GenBudget::small())).to_line()); });
+    const auto prop =
+        rc::detail::toProperty([&lines] { lines.push_back((*gen_recipe(GenBudget::small())).to_line()); });
     const FuzzConfig cfg = fuzz_config_from_lookup(lookup_in({{"RC_PARAMS", rc_params}}));
     const PropertyOutcome out = run_property(prop, "seed test", "record", cfg);
     REQUIRE(out.kind == PropertyOutcome::Kind::passed);
@@ -763,7 +774,8 @@ TEST_CASE("rc glue: settings come from RC_PARAMS, VATTN_FUZZ_CASES and the budge
     CHECK_THROWS_AS(fuzz_cases_from_text(bad), InputError);
   }
   CHECK(fuzz_config_from_lookup(lookup_in({{"VATTN_FUZZ_CASES", "99"}})).params.maxSuccess == 99);
-  CHECK(fuzz_config_from_lookup(lookup_in({{"VATTN_FUZZ_CASES", "99"}, {"RC_PARAMS", "max_success=7"}})).params.maxSuccess == 7);
+  CHECK(fuzz_config_from_lookup(lookup_in({{"VATTN_FUZZ_CASES", "99"}, {"RC_PARAMS", "max_success=7"}}))
+            .params.maxSuccess == 7);
   const FuzzConfig seeded = fuzz_config_from_lookup(lookup_in({{"RC_PARAMS", "seed=31 max_size=50"}}));
   CHECK(seeded.params.seed == 31);
   CHECK(seeded.params.maxSize == 50);
@@ -777,7 +789,8 @@ TEST_CASE("rc glue: settings come from RC_PARAMS, VATTN_FUZZ_CASES and the budge
     CHECK(e.field() == "RC_PARAMS");
   }
 
-  const GenBudget b = GenBudget::from_lookup(lookup_in({{"VATTN_FUZZ_BUDGET", "large"}, {"VATTN_FUZZ_MAX_PREFIX", "4099"}}));
+  const GenBudget b =
+      GenBudget::from_lookup(lookup_in({{"VATTN_FUZZ_BUDGET", "large"}, {"VATTN_FUZZ_MAX_PREFIX", "4099"}}));
   CHECK(b.max_prefix == 4099);
   CHECK(b.max_drafts == GenBudget::large().max_drafts);
   CHECK(GenBudget::from_lookup(lookup_in({})).max_batch == GenBudget::small().max_batch);
@@ -797,6 +810,7 @@ TEST_CASE("rc glue: settings come from RC_PARAMS, VATTN_FUZZ_CASES and the budge
       CHECK(e.field() == var);
     }
   }
-  const FuzzConfig withenv = fuzz_config_from_lookup(lookup_in({{"VATTN_FUZZ_BUDGET", "medium"}, {"VATTN_FUZZ_MAX_HEADS", "16"}}));
+  const FuzzConfig withenv =
+      fuzz_config_from_lookup(lookup_in({{"VATTN_FUZZ_BUDGET", "medium"}, {"VATTN_FUZZ_MAX_HEADS", "16"}}));
   CHECK(withenv.env_prefix == "VATTN_FUZZ_BUDGET=medium VATTN_FUZZ_MAX_HEADS=16 ");
 }

@@ -34,7 +34,8 @@ Choice unpacked(int tiles, int row_tiles, int blocks, int max_splits) {
 // the unpacked one, and a block of remainders stays within a full split by the cost model.
 std::string plan_fault(const Choice& c, int tiles, int row_tiles, int blocks, const Choice& base) {
   const int n = row_tiles * c.splits;
-  if (c.rotate < 0 || (n > 0 && c.rotate >= n)) return "rotate " + std::to_string(c.rotate) + " outside [0, " + std::to_string(n) + ")";
+  if (c.rotate < 0 || (n > 0 && c.rotate >= n))
+    return "rotate " + std::to_string(c.rotate) + " outside [0, " + std::to_string(n) + ")";
   std::vector<int> seen(n, 0);
   int longest = 0, longest_full_block = 0;
   for (int b = 0; b < blocks; ++b) {
@@ -70,7 +71,7 @@ TEST_CASE("a packed plan runs each item once, full splits alone, and shortens th
   int packed = 0, checked = 0;
   // max_splits 12: the limit, not the grid, caps the full splits of many of these plans.
   for (const int max_splits : {128, 12})
-      for (int blocks = 1; blocks <= 140; blocks += (blocks < 40 ? 1 : 7))
+    for (int blocks = 1; blocks <= 140; blocks += (blocks < 40 ? 1 : 7))
       for (int row_tiles = 1; row_tiles <= 12; ++row_tiles)
         for (int tiles = 1; tiles <= 700; tiles += (tiles < 100 ? 1 : 13)) {
           const Choice base = unpacked(tiles, row_tiles, blocks, max_splits);
@@ -79,7 +80,8 @@ TEST_CASE("a packed plan runs each item once, full splits alone, and shortens th
           packed += c.packed ? 1 : 0;
           if (!c.packed) {  // unchanged, not rotated
             if (c.splits != base.splits || c.per_split != base.per_split || c.rotate != 0) {
-              INFO("blocks " << blocks << " row tiles " << row_tiles << " tiles " << tiles << " max splits " << max_splits);
+              INFO("blocks " << blocks << " row tiles " << row_tiles << " tiles " << tiles << " max splits "
+                             << max_splits);
               FAIL("an unpacked choice changed the plan");
             }
             continue;
@@ -87,8 +89,8 @@ TEST_CASE("a packed plan runs each item once, full splits alone, and shortens th
           const std::string fault =
               c.splits > max_splits ? "more splits than max_splits" : plan_fault(c, tiles, row_tiles, blocks, base);
           if (!fault.empty()) {
-            INFO("blocks " << blocks << " row tiles " << row_tiles << " tiles " << tiles << " max splits " << max_splits << ": "
-                           << c.splits << " splits of " << c.per_split << ", rotate " << c.rotate);
+            INFO("blocks " << blocks << " row tiles " << row_tiles << " tiles " << tiles << " max splits " << max_splits
+                           << ": " << c.splits << " splits of " << c.per_split << ", rotate " << c.rotate);
             FAIL(fault);
           }
         }
@@ -124,9 +126,10 @@ TEST_CASE("on 132 SMs the bench shapes with B=1 pack only at T=64", "[split_pack
   // H=8: T=16 has 2 row tiles of 64 rows, T=64 has 8. Tiles: ceil((P + T) / 32). At P=4096 the
   // whole-tile cut uses 15 splits of 9 tiles; packed, 16 full splits of 8 and the two draft tiles
   // as remainders, two to each of the 4 blocks left.
-  for (const Shape& s : {Shape{16, 4096, false, 0, 0}, Shape{16, 131072, false, 0, 0}, Shape{64, 4096, true, 17, 8},
-                         Shape{64, 16384, true, 17, 32}, Shape{64, 65536, true, 17, 125}, Shape{64, 91000, true, 17, 173},
-                         Shape{64, 131072, true, 17, 249}, Shape{1, 131072, false, 0, 0}}) {
+  for (const Shape& s :
+       {Shape{16, 4096, false, 0, 0}, Shape{16, 131072, false, 0, 0}, Shape{64, 4096, true, 17, 8},
+        Shape{64, 16384, true, 17, 32}, Shape{64, 65536, true, 17, 125}, Shape{64, 91000, true, 17, 173},
+        Shape{64, 131072, true, 17, 249}, Shape{1, 131072, false, 0, 0}}) {
     const int tiles = (s.prefix + s.drafts + 31) / 32, row_tiles = (s.drafts * 8 + 63) / 64;
     const Choice base = unpacked(tiles, row_tiles, 132, 128);
     const Choice c = choose(tiles, row_tiles, 132, base.splits, base.per_split, 128);

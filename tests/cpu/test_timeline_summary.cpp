@@ -28,7 +28,8 @@ void stamp_block(vattn_timeline& t, int k, int items, uint64_t first_ns, uint64_
   at(1, kPlan + 1000);
   uint64_t now = first_ns;
   for (int i = 0; i < items; ++i)
-    for (int p = 0; p < VATTN_TL_ITEM_SLOTS; ++p, now += step_ns) at(2 + VATTN_TL_ITEM_SLOTS * (i > 0 ? 1 : 0) + p, now);
+    for (int p = 0; p < VATTN_TL_ITEM_SLOTS; ++p, now += step_ns)
+      at(2 + VATTN_TL_ITEM_SLOTS * (i > 0 ? 1 : 0) + p, now);
 }
 
 std::unique_ptr<vattn_timeline> empty_call() {

@@ -10,12 +10,12 @@
 #include <random>
 #include <string>
 
+#include "tests/cpu/hand_case.h"
 #include "vattn/case/bf16.h"
 #include "vattn/case/case.h"
-#include "vattn/oracle/cpu_oracle.h"
-#include "vattn/gen/generate.h"
-#include "tests/cpu/hand_case.h"
 #include "vattn/check/tolerance.h"
+#include "vattn/gen/generate.h"
+#include "vattn/oracle/cpu_oracle.h"
 
 namespace {
 
@@ -32,7 +32,9 @@ Case build(const std::vector<Req>& reqs, uint64_t seed) {
 }
 
 // Three requests: a chain, a branching tree, a short chain; prefixes off any tile edge.
-Case realistic(uint64_t seed) { return build({{97, {-1, 0, 1, 2, 3}}, {160, {-1, 0, 0, 1, 2, 2}}, {33, {-1, 0, 1}}}, seed); }
+Case realistic(uint64_t seed) {
+  return build({{97, {-1, 0, 1, 2, 3}}, {160, {-1, 0, 0, 1, 2, 2}}, {33, {-1, 0, 1}}}, seed);
+}
 
 struct Result {
   std::vector<float> out, lse;
@@ -68,7 +70,8 @@ Result scalar_kernel(const Case& c, int tile, bool truncate_out) {
       for (int k = c.kv_indptr[static_cast<size_t>(b)]; k < c.kv_indptr[static_cast<size_t>(b) + 1]; ++k)
         keys.push_back(&c.kv_pool[static_cast<size_t>(c.kv_indices[static_cast<size_t>(k)]) * dqk]);
       for (int j = 0; j < c.drafts(b); ++j)
-        if (c.visible(b, i, j)) keys.push_back(&c.kv_draft[static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + j) * dqk]);
+        if (c.visible(b, i, j))
+          keys.push_back(&c.kv_draft[static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)] + j) * dqk]);
       if (keys.empty()) continue;
       const size_t n = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(i);
       for (size_t h = 0; h < H; ++h) {
@@ -254,8 +257,8 @@ TEST_CASE("K2.6 data: a kernel that drops the last of 4099 prefix keys fails on 
   // Below bf16 output resolution (one key of 4099 moves out by ~1e-4 relative): lse is the only
   // signal, so this pins how tight the lse bound is (it passed at lse_c 8).
   for (const uint64_t seed : {1u, 2u, 3u}) {
-    const Case c = vattn::generate_case(
-        vattn::Recipe::parse("B=1 H=8 P=[4099] T=[16] tree=chain profile=k26 layout=scattered seed=" + std::to_string(seed)));
+    const Case c = vattn::generate_case(vattn::Recipe::parse(
+        "B=1 H=8 P=[4099] T=[16] tree=chain profile=k26 layout=scattered seed=" + std::to_string(seed)));
     Case dropped = c;
     dropped.kv_indices.pop_back();
     --dropped.kv_indptr[1];
@@ -275,7 +278,8 @@ TEST_CASE("a comparison against an all-zero reference fails, an all-empty case n
     Case c = build({{20, {-1, 0}}}, 5);
     for (size_t row = 0; row < static_cast<size_t>(c.n_rows()); ++row)
       std::fill_n(c.kv_pool.begin() + static_cast<int64_t>(row * kDqk), kDv, uint16_t{0});
-    for (size_t row = 0; row < 2; ++row) std::fill_n(c.kv_draft.begin() + static_cast<int64_t>(row * kDqk), kDv, uint16_t{0});
+    for (size_t row = 0; row < 2; ++row)
+      std::fill_n(c.kv_draft.begin() + static_cast<int64_t>(row * kDqk), kDv, uint16_t{0});
     const Reference r64 = vattn::oracle_fp64(c), r16 = vattn::reference_bf16_emulated(c);
     const CompareReport r = vattn::compare(c, r64, r16, as_float(r16).out, as_float(r16).lse, "zero V");
     INFO(r.detail());
@@ -350,5 +354,6 @@ TEST_CASE("compare refuses results of the wrong size, naming the field", "[toler
   }
   Reference no_scales = f.r64;
   no_scales.abs_pv.clear();
-  CHECK_THROWS_AS(vattn::compare(f.c, no_scales, f.r16, as_float(f.r16).out, as_float(f.r16).lse, "x"), vattn::InputError);
+  CHECK_THROWS_AS(vattn::compare(f.c, no_scales, f.r16, as_float(f.r16).out, as_float(f.r16).lse, "x"),
+                  vattn::InputError);
 }

@@ -8,8 +8,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "vattn/oracle/cpu_oracle.h"
 #include "vattn/gpu/naive_runner.h"
+#include "vattn/oracle/cpu_oracle.h"
 #include "vattn/testbed/repro.h"
 #include "vattn/testbed/testbed.h"
 
@@ -37,7 +37,8 @@ std::vector<KernelVerdict> run_and_compare(const Case& c, const std::vector<int>
     o.splits = s;
     o.oracle = testbed::OracleChoice::kGiven;
     const testbed::Observation obs = tb.run(dc, c, o);
-    const testbed::Outcome out = testbed::verify(c, obs, "kernel:" + rev.name() + " splits=" + std::to_string(s), &refs);
+    const testbed::Outcome out =
+        testbed::verify(c, obs, "kernel:" + rev.name() + " splits=" + std::to_string(s), &refs);
     KernelVerdict v;
     v.splits = s;
     v.run = obs.run;
@@ -102,7 +103,8 @@ std::string write_repro(const Case& c, const std::string& tag, const std::vector
 
 void require_pass(const KernelVerdict& v, const Case& c) {
   INFO("case: " << c.describe() << " splits=" << v.splits);
-  INFO("re-run: vattn replay --recipe \"" << c.recipe << "\"" << (v.repro_path.empty() ? "" : "  repro: " + v.repro_path));
+  INFO("re-run: vattn replay --recipe \"" << c.recipe << "\""
+                                          << (v.repro_path.empty() ? "" : "  repro: " + v.repro_path));
   INFO(v.run.problem(nullptr));
   INFO(v.report.detail());
   REQUIRE(v.run.ok());

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "vattn/case/case.h"
+#include "vattn/check/tolerance.h"
 #include "vattn/gen/generate.h"
 #include "vattn/gpu/kernel_runner.h"
-#include "vattn/check/tolerance.h"
 #include "vattn/testbed/verdict.h"
 
 namespace vattn::test {

@@ -12,8 +12,8 @@
 
 #include "vattn/case/bf16.h"
 #include "vattn/check/draft_poison.h"
-#include "vattn/gpu/naive_runner.h"
 #include "vattn/check/tolerance.h"
+#include "vattn/gpu/naive_runner.h"
 #include "vattn/testbed/testbed.h"
 
 namespace vattn::test {
@@ -99,18 +99,20 @@ std::string compare_rows(const Case& c, const RunResult& a, const RunResult& b,
 
 std::string bitwise_difference(const Case& c, const RunResult& a, const RunResult& b) {
   if (a.out.size() != b.out.size() || a.lse.size() != b.lse.size()) return "output sizes differ";
-  return compare_rows(c, a, b, [](int64_t r) { return r; }, static_cast<int64_t>(a.lse.size()));
+  return compare_rows(
+      c, a, b, [](int64_t r) { return r; }, static_cast<int64_t>(a.lse.size()));
 }
 
 std::string request_difference(const Case& c, const RunResult& all, int request, const RunResult& alone) {
   const int64_t first = static_cast<int64_t>(c.qo_indptr[static_cast<size_t>(request)]) * c.num_heads;
-  return compare_rows(c, all, alone, [first](int64_t r) { return first + r; }, static_cast<int64_t>(alone.lse.size()));
+  return compare_rows(
+      c, all, alone, [first](int64_t r) { return first + r; }, static_cast<int64_t>(alone.lse.size()));
 }
 
 std::string head_difference(const Case& c, const RunResult& all, int head, const RunResult& alone) {
   const int64_t H = c.num_heads;
-  return compare_rows(c, all, alone, [H, head](int64_t r) { return r * H + head; },
-                      static_cast<int64_t>(alone.lse.size()));
+  return compare_rows(
+      c, all, alone, [H, head](int64_t r) { return r * H + head; }, static_cast<int64_t>(alone.lse.size()));
 }
 
 std::string split_disagreement(const Case& c, const Reference& naive, const RunResult& x, const RunResult& y) {
@@ -127,8 +129,9 @@ Case permute_slots(const Case& c, uint64_t seed) {
   const size_t d = static_cast<size_t>(c.d_qk);
   m.kv_pool.assign(static_cast<size_t>(grown) * d, float_to_bf16(0.25f));
   for (int64_t r = 0; r < n; ++r)
-    std::copy_n(c.kv_pool.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * d), d,
-                m.kv_pool.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(where[static_cast<size_t>(r)]) * d));
+    std::copy_n(
+        c.kv_pool.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * d), d,
+        m.kv_pool.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(where[static_cast<size_t>(r)]) * d));
   for (auto& i : m.kv_indices) i = static_cast<int32_t>(where[static_cast<size_t>(i)]);
   if (!m.kv_slot_ids.empty()) {
     m.kv_slot_ids.assign(static_cast<size_t>(grown), 0);
@@ -150,7 +153,8 @@ Case poison_outside_key_sets(const Case& c, uint64_t seed) {
   for (int extra = 0; extra < 5; ++extra)
     for (size_t k = 0; k < d; ++k) m.kv_pool.push_back(poison[(seed + extra + k) % 3]);
   if (!m.kv_slot_ids.empty())
-    for (int extra = 0; extra < 5; ++extra) m.kv_slot_ids.push_back(static_cast<int64_t>(m.kv_slot_ids.size()) + 1000000);
+    for (int extra = 0; extra < 5; ++extra)
+      m.kv_slot_ids.push_back(static_cast<int64_t>(m.kv_slot_ids.size()) + 1000000);
   for (int b = 0; b < c.num_requests(); ++b) {
     const int t = c.drafts(b);
     for (int j = 0; j < t; ++j) {
@@ -189,7 +193,8 @@ Case extract_request(const Case& c, int b) {
   const size_t d = static_cast<size_t>(c.d_qk), H = static_cast<size_t>(c.num_heads);
   const size_t q0 = static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]), t = static_cast<size_t>(c.drafts(b));
   const size_t k0 = static_cast<size_t>(c.kv_indptr[static_cast<size_t>(b)]), p = static_cast<size_t>(c.prefix_len(b));
-  m.q.assign(c.q.begin() + static_cast<std::ptrdiff_t>(q0 * H * d), c.q.begin() + static_cast<std::ptrdiff_t>((q0 + t) * H * d));
+  m.q.assign(c.q.begin() + static_cast<std::ptrdiff_t>(q0 * H * d),
+             c.q.begin() + static_cast<std::ptrdiff_t>((q0 + t) * H * d));
   m.kv_draft.assign(c.kv_draft.begin() + static_cast<std::ptrdiff_t>(q0 * d),
                     c.kv_draft.begin() + static_cast<std::ptrdiff_t>((q0 + t) * d));
   m.kv_indices.assign(c.kv_indices.begin() + static_cast<std::ptrdiff_t>(k0),
@@ -272,9 +277,12 @@ std::string lse_inconsistency(const Case& c, const RunResult& x) {
           scale = std::max(scale, c.sm_scale * a);
         };
         for (int k = 0; k < p; ++k)
-          add(&c.kv_pool[static_cast<size_t>(c.kv_indices[static_cast<size_t>(c.kv_indptr[static_cast<size_t>(b)] + k)]) * d]);
+          add(&c.kv_pool[static_cast<size_t>(
+                             c.kv_indices[static_cast<size_t>(c.kv_indptr[static_cast<size_t>(b)] + k)]) *
+                         d]);
         for (int j = 0; j < t; ++j)
-          if (c.visible(b, i, j)) add(&c.kv_draft[(static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(j)) * d]);
+          if (c.visible(b, i, j))
+            add(&c.kv_draft[(static_cast<size_t>(c.qo_indptr[static_cast<size_t>(b)]) + static_cast<size_t>(j)) * d]);
         // fp32 logits (products exact, sums of d terms) and an fp32 row sum: a few 1e-7 of
         // the logit scale and of |lse|, with margin.
         const double tol = 8 * 6e-8 * (std::sqrt(static_cast<double>(d)) * scale + std::abs(lse)) + 2e-6;

@@ -6,10 +6,10 @@
 
 #include <string>
 
-#include "vattn/case/case.h"
-#include "vattn/oracle/cpu_oracle.h"
-#include "vattn/fuzz/gen/gen_recipe.h"
 #include "tests/gpu/gpu_testbed.h"
+#include "vattn/case/case.h"
+#include "vattn/fuzz/gen/gen_recipe.h"
+#include "vattn/oracle/cpu_oracle.h"
 
 namespace vattn::test {
 

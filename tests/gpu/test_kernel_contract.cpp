@@ -20,7 +20,8 @@ bool all_nan(const std::vector<float>& v, size_t begin, size_t end) {
 }  // namespace
 
 TEST_CASE("same inputs and split count give bitwise the same output", "[gpu][kernel][determinism]") {
-  const Case c = test::make_case("B=2 H=8 P=[4099,70] T=[64,17] tree=random profile=k26 layout=scattered poison=1 seed=71");
+  const Case c =
+      test::make_case("B=2 H=8 P=[4099,70] T=[64,17] tree=random profile=k26 layout=scattered poison=1 seed=71");
   DeviceCase dc(c);
   KernelRunner runner(load_revision(test::revision_under_test()), limits_for(c, 16));
   for (int splits : {0, 1, 5, 16}) {
@@ -36,7 +37,8 @@ TEST_CASE("same inputs and split count give bitwise the same output", "[gpu][ker
 }
 
 TEST_CASE("host-known problems are refused with an error code, nothing enqueued", "[gpu][kernel][refuse]") {
-  const Case c = test::make_case("B=2 H=8 P=[40,7] T=[3,5] tree=chain profile=uniform layout=scattered poison=0 seed=72");
+  const Case c =
+      test::make_case("B=2 H=8 P=[40,7] T=[3,5] tree=chain profile=uniform layout=scattered poison=0 seed=72");
   DeviceCase dc(c);
   Revision rev = load_revision(test::revision_under_test());
   vattn_limits lim = limits_for(c, 4);
@@ -120,7 +122,8 @@ TEST_CASE("device-only problems set the error word and poison the rows with NaN"
 }
 
 TEST_CASE("a forced split count takes effect (workspace word 1)", "[gpu][kernel][splits]") {
-  const Case c = test::make_case("B=2 H=8 P=[300,5] T=[16,3] tree=random profile=uniform layout=scattered poison=0 seed=74");
+  const Case c =
+      test::make_case("B=2 H=8 P=[300,5] T=[16,3] tree=random profile=uniform layout=scattered poison=0 seed=74");
   DeviceCase dc(c);
   KernelRunner runner(load_revision(test::revision_under_test()), limits_for(c, 32));
   for (int splits : {1, 2, 7, 32}) {

@@ -5,16 +5,17 @@
 
 #include <catch2/catch.hpp>
 
-#include "vattn/oracle/cpu_oracle.h"
 #include "tests/gpu/gpu_testbed.h"
 #include "vattn/gpu/naive_runner.h"
+#include "vattn/oracle/cpu_oracle.h"
 
 TEST_CASE("naive GPU oracle agrees with the CPU float64 oracle", "[gpu][oracle]") {
-  for (const char* line : {"B=3 H=8 P=[0,4099,65] T=[1,17,64] tree=random profile=uniform layout=scattered poison=1 seed=61",
-                           "B=1 H=16 P=[777] T=[33] tree=padded profile=k26 layout=sparse poison=1 seed=62",
-                           "B=2 H=1 P=[3,0] T=[5,7] tree=star profile=adversarial layout=sparse poison=1 seed=63",
-                           // several 2048-key chunks per row (and a request with fewer), merged in float64
-                           "B=2 H=2 P=[9001,2047] T=[3,2] tree=random profile=k26 layout=scattered poison=1 seed=64"}) {
+  for (const char* line :
+       {"B=3 H=8 P=[0,4099,65] T=[1,17,64] tree=random profile=uniform layout=scattered poison=1 seed=61",
+        "B=1 H=16 P=[777] T=[33] tree=padded profile=k26 layout=sparse poison=1 seed=62",
+        "B=2 H=1 P=[3,0] T=[5,7] tree=star profile=adversarial layout=sparse poison=1 seed=63",
+        // several 2048-key chunks per row (and a request with fewer), merged in float64
+        "B=2 H=2 P=[9001,2047] T=[3,2] tree=random profile=k26 layout=scattered poison=1 seed=64"}) {
     const vattn::Case c = vattn::test::make_case(line);
     const vattn::Reference r64 = vattn::oracle_fp64(c);
     vattn::DeviceCase dc(c);

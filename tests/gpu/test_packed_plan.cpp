@@ -8,8 +8,8 @@
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
 
-#include "tests/gpu/gpu_testbed.h"
 #include "kernels/split_pack.h"
+#include "tests/gpu/gpu_testbed.h"
 
 TEST_CASE("packed remainders of one request agree with the naive GPU oracle", "[gpu][kernel][packed]") {
   int dev = 0, sms = 0;
@@ -22,11 +22,12 @@ TEST_CASE("packed remainders of one request agree with the naive GPU oracle", "[
   // On 132 SMs (the H200) the first three pack: 17 splits of 125 tiles (8 row tiles), 19 of 111
   // (7 row tiles, one block with two remainders), 17 of 173 (a partial last key tile); the last
   // two do not (4 tiles gained at most 1; 10 row tiles leave 2 idle blocks).
-  for (const char* line : {"B=1 H=8 P=[65536] T=[64] tree=random profile=k26 layout=scattered poison=1 seed=91",
-                           "B=1 H=8 P=[65536] T=[56] tree=ddtree profile=k26 layout=scattered poison=0 seed=92",
-                           "B=1 H=8 P=[91000] T=[64] tree=deep profile=adversarial layout=scattered poison=1 seed=93",
-                           "B=1 H=8 P=[16384] T=[64] tree=chain profile=k26 layout=scattered poison=0 seed=94",
-                           "B=1 H=16 P=[131072] T=[40] tree=random profile=uniform layout=scattered poison=1 seed=95"}) {
+  for (const char* line :
+       {"B=1 H=8 P=[65536] T=[64] tree=random profile=k26 layout=scattered poison=1 seed=91",
+        "B=1 H=8 P=[65536] T=[56] tree=ddtree profile=k26 layout=scattered poison=0 seed=92",
+        "B=1 H=8 P=[91000] T=[64] tree=deep profile=adversarial layout=scattered poison=1 seed=93",
+        "B=1 H=8 P=[16384] T=[64] tree=chain profile=k26 layout=scattered poison=0 seed=94",
+        "B=1 H=16 P=[131072] T=[40] tree=random profile=uniform layout=scattered poison=1 seed=95"}) {
     const vattn::Case c = vattn::test::make_case(line);
     std::printf("%s\n", c.describe().c_str());
     // Splits 0 (the kernel plans, and may pack), then a forced count (never packed).

@@ -7,13 +7,13 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include <catch2/catch.hpp>
 #include <rapidcheck.h>
+#include <catch2/catch.hpp>
 
-#include "vattn/fuzz/gen/gen_recipe.h"
 #include "tests/gpu/gpu_testbed.h"
 #include "tests/gpu/property_support.h"
 #include "tests/support/rc_support.h"
+#include "vattn/fuzz/gen/gen_recipe.h"
 
 using namespace vattn;
 
@@ -67,8 +67,8 @@ PropertyOutcome hunt(const std::string& library, Property property, int& first_f
     }
     if (v[0].run.status != VATTN_OK && not_run.empty())
       not_run = "run() returned status " + std::to_string(static_cast<int>(v[0].run.status)) + " for " + r.to_line();
-    const bool ok = v[0].run.ok() && v[0].report.pass &&
-                    (r.splits == 0 || static_cast<int>(v[0].run.splits_used) == r.splits);
+    const bool ok =
+        v[0].run.ok() && v[0].report.pass && (r.splits == 0 || static_cast<int>(v[0].run.splits_used) == r.splits);
     if (!ok && first_failure == 0) first_failure = cases;
     RC_ASSERT(v[0].run.ok());
     RC_ASSERT(v[0].report.pass);
@@ -82,17 +82,20 @@ PropertyOutcome hunt(const std::string& library, Property property, int& first_f
 // The variants of split-v1 (libvattn_rev_plant_*.so) by default; VATTN_PLANTED=v2 takes
 // split-v2's (libvattn_rev_v2_plant_*.so), the same bugs planted in its sources.
 TEST_CASE("planted kernel bugs are each caught by the generated properties", "[gpu][planted]") {
-  setenv("VATTN_FINDINGS_DIR", "/tmp/vattn-planted-findings", 1);  // shrinking fails many times: keep repros out of findings/
+  setenv("VATTN_FINDINGS_DIR", "/tmp/vattn-planted-findings",
+         1);  // shrinking fails many times: keep repros out of findings/
   const char* which = std::getenv("VATTN_PLANTED");
   const std::string set = which && *which ? which : "v1";
   if (set != "v1" && set != "v2") FAIL("VATTN_PLANTED=" << set << ": v1 or v2");
   const std::string prefix = set == "v1" ? "libvattn_rev_plant_" : "libvattn_rev_v2_plant_";
   std::printf("planted variants of split-%s\n", set.c_str());
-  const std::pair<const char*, Property> variants[] = {
-      {"skip_rescale", Property::kOracle},         {"drop_last_key", Property::kOracle},
-      {"mask_overread", Property::kOracle},        {"log2_merge", Property::kOracle},
-      {"empty_split_nan", Property::kOracle},      {"ignore_forced_splits", Property::kOracle},
-      {"no_nonfinite_guard", Property::kPartlyVisiblePoison}};
+  const std::pair<const char*, Property> variants[] = {{"skip_rescale", Property::kOracle},
+                                                       {"drop_last_key", Property::kOracle},
+                                                       {"mask_overread", Property::kOracle},
+                                                       {"log2_merge", Property::kOracle},
+                                                       {"empty_split_nan", Property::kOracle},
+                                                       {"ignore_forced_splits", Property::kOracle},
+                                                       {"no_nonfinite_guard", Property::kPartlyVisiblePoison}};
   for (const auto& [v, property] : variants) {
     const std::string lib = (test::revisions_dir() / (prefix + std::string(v) + ".so")).string();
     // ctest registers this test only when the variants are built; run by hand without them,

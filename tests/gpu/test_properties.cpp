@@ -8,15 +8,15 @@
 #include <cstring>
 #include <random>
 
-#include <catch2/catch.hpp>
 #include <rapidcheck.h>
+#include <catch2/catch.hpp>
 
-#include "vattn/oracle/cpu_oracle.h"
-#include "vattn/fuzz/gen/gen_recipe.h"
 #include "tests/gpu/gpu_testbed.h"
-#include "vattn/gpu/naive_runner.h"
 #include "tests/gpu/property_support.h"
 #include "tests/support/rc_support.h"
+#include "vattn/fuzz/gen/gen_recipe.h"
+#include "vattn/gpu/naive_runner.h"
+#include "vattn/oracle/cpu_oracle.h"
 
 using namespace vattn;
 using namespace vattn::test;
@@ -118,7 +118,8 @@ TEST_CASE("kernel property: NaN/Inf in a draft changes only the rows that see it
   rc_prop("partly visible poison", [b] {
     Recipe r = *gen_recipe(b);
     r.poison = false;
-    const PoisonCheck k = check_partly_visible_poison(generate_case(r, "property"), r.splits, *rc::gen::inRange(0, 1000));
+    const PoisonCheck k =
+        check_partly_visible_poison(generate_case(r, "property"), r.splits, *rc::gen::inRange(0, 1000));
     RC_PRE(k.applicable);  // every draft is seen by all rows of its request, or by none
     RC_ASSERT(k.clean.ok());
     RC_ASSERT(k.poisoned.ok());

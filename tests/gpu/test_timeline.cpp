@@ -11,9 +11,9 @@
 
 #include <cuda_runtime.h>
 
-#include "vattn/gpu/bench_case.h"
-#include "vattn/case/case.h"
 #include "tests/gpu/gpu_testbed.h"
+#include "vattn/case/case.h"
+#include "vattn/gpu/bench_case.h"
 #include "vattn/gpu/timeline.h"
 
 namespace {
@@ -39,13 +39,15 @@ TEST_CASE("vattn timeline: the timing-probe build stamps each call in order and 
   const std::string lib = (vattn::test::revisions_dir() / "libvattn_rev_v2_timeline.so").string();
   // ctest registers this test only when the probe build exists; run by hand without it, it fails
   // rather than pass having measured nothing.
-  if (!std::filesystem::exists(lib)) FAIL("timing-probe build not found (configure with -DVATTN_BUILD_PROBES=ON): " << lib);
+  if (!std::filesystem::exists(lib))
+    FAIL("timing-probe build not found (configure with -DVATTN_BUILD_PROBES=ON): " << lib);
   const vattn::TimelineRevision probe = vattn::load_timeline_revision(lib);
   CHECK_THROWS_AS(vattn::load_timeline_revision("split-v2"), vattn::InputError);  // a shipped build has no read-out
 
   for (const auto& [batch, drafts, prefix] : {std::tuple{1, 64, 4096}, std::tuple{8, 16, 16384}}) {
     INFO("B=" << batch << " T=" << drafts << " P=" << prefix);
-    CHECK(output_of(probe.rev, batch, drafts, prefix) == output_of(vattn::load_revision("split-v2"), batch, drafts, prefix));
+    CHECK(output_of(probe.rev, batch, drafts, prefix) ==
+          output_of(vattn::load_revision("split-v2"), batch, drafts, prefix));
 
     vattn::TimelineOptions opt;
     opt.kernel = lib;

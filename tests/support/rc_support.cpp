@@ -105,7 +105,8 @@ int fuzz_cases_from_text(const std::string& text) {
   char* end = nullptr;
   const long v = std::strtol(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || v < 1 || v > 100000000) {
-    throw InputError("", "", "VATTN_FUZZ_CASES", "must be small, medium, large or a positive number, got '" + text + "'");
+    throw InputError("", "", "VATTN_FUZZ_CASES",
+                     "must be small, medium, large or a positive number, got '" + text + "'");
   }
   return static_cast<int>(v);
 }
@@ -170,7 +171,8 @@ PropertyOutcome run_property(const rc::detail::Property& property, const std::st
   md.id = property_id(test_name, property_name);
   md.description = property_name;
   RecordingListener listener;
-  const rc::detail::TestResult result = rc::detail::checkProperty(property, md, config.params, listener, config.reproduce);
+  const rc::detail::TestResult result =
+      rc::detail::checkProperty(property, md, config.params, listener, config.reproduce);
 
   PropertyOutcome out;
   std::ostringstream os;

@@ -16,8 +16,8 @@
 #include <string>
 #include <unordered_map>
 
-#include <catch2/catch.hpp>
 #include <rapidcheck.h>
+#include <catch2/catch.hpp>
 
 namespace vattn {
 

@@ -64,7 +64,8 @@ std::string printable(const std::string& s, bool keep_newlines) {
 
 std::string shell_quote(const std::string& s) {
   bool plain = !s.empty();
-  for (char c : s) plain = plain && (isalnum(static_cast<unsigned char>(c)) || std::string("-_./:=@,+").find(c) != std::string::npos);
+  for (char c : s)
+    plain = plain && (isalnum(static_cast<unsigned char>(c)) || std::string("-_./:=@,+").find(c) != std::string::npos);
   if (plain) return s;
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -72,8 +73,8 @@ std::string shell_quote(const std::string& s) {
 }
 
 InputError::InputError(std::string file, std::string case_name, std::string field, std::string reason)
-    : std::runtime_error(compose(file, case_name, field, reason)),
-      file_(std::move(file)), case_(std::move(case_name)), field_(std::move(field)), reason_(std::move(reason)) {}
+    : std::runtime_error(compose(file, case_name, field, reason)), file_(std::move(file)), case_(std::move(case_name)),
+      field_(std::move(field)), reason_(std::move(reason)) {}
 
 InputError InputError::in_file(const std::string& file) const { return InputError(file, case_, field_, reason_); }
 
@@ -158,7 +159,8 @@ struct Checker {
   template <class T>
   void indptr(const std::vector<T>& v, const char* field, size_t want_size) const {
     if (v.size() != want_size) {
-      fail(field, "has " + std::to_string(v.size()) + " entries, expected num_requests+1 = " + std::to_string(want_size));
+      fail(field,
+           "has " + std::to_string(v.size()) + " entries, expected num_requests+1 = " + std::to_string(want_size));
     }
     if (v[0] != 0) fail(field, "must start at 0, starts at " + std::to_string(v[0]));
     for (size_t i = 1; i < v.size(); ++i) {
@@ -204,8 +206,8 @@ void validate(const Case& c) {
   k.size_is(c.q.size(), static_cast<size_t>(nq) * H * dqk, "q", "n_q x num_heads x d_qk");
   k.size_is(c.kv_draft.size(), static_cast<size_t>(nq) * dqk, "kv_draft", "n_q x d_qk");
   if (c.kv_pool.size() % dqk != 0) {
-    k.fail("kv_pool", std::to_string(c.kv_pool.size()) + " elements is not a whole number of rows of d_qk=" +
-                          std::to_string(dqk));
+    k.fail("kv_pool",
+           std::to_string(c.kv_pool.size()) + " elements is not a whole number of rows of d_qk=" + std::to_string(dqk));
   }
   k.size_is(c.kv_indices.size(), static_cast<size_t>(c.kv_indptr.back()), "kv_indices", "kv_indptr[B]");
   const int64_t rows = c.n_rows();

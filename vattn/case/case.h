@@ -39,7 +39,7 @@ inline constexpr const char* kOracleProducer = "oracle_fp64";
 
 // An expected output stored with a case: outputs/<producer>/{out,lse}.
 struct StoredOutput {
-  std::string producer;     // "serving", "oracle_fp64", "kernel:<rev>", ...
+  std::string producer;  // "serving", "oracle_fp64", "kernel:<rev>", ...
   std::string description;
   std::vector<float> out;   // [n_q, H, d_v]; widened from bf16 when stored as bf16
   bool out_is_bf16 = true;  // how it was (or will be) stored on disk: false for kOracleProducer only
@@ -56,14 +56,14 @@ struct Case {
   int d_v = 512;
   double sm_scale = 0.0;
 
-  std::vector<uint16_t> q;          // bf16 bits [n_q, H, d_qk]
-  std::vector<uint16_t> kv_pool;    // bf16 bits [n_rows, d_qk]
-  std::vector<int32_t> kv_indices;  // [kv_indptr[B]]
-  std::vector<int32_t> kv_indptr;   // [B+1]
-  std::vector<int64_t> kv_slot_ids; // optional [n_rows]
-  std::vector<uint16_t> kv_draft;   // bf16 bits [n_q, d_qk]
-  std::vector<int32_t> qo_indptr;   // [B+1]
-  std::vector<uint8_t> draft_mask;  // concatenated row-major T_b x T_b, 0/1
+  std::vector<uint16_t> q;                 // bf16 bits [n_q, H, d_qk]
+  std::vector<uint16_t> kv_pool;           // bf16 bits [n_rows, d_qk]
+  std::vector<int32_t> kv_indices;         // [kv_indptr[B]]
+  std::vector<int32_t> kv_indptr;          // [B+1]
+  std::vector<int64_t> kv_slot_ids;        // optional [n_rows]
+  std::vector<uint16_t> kv_draft;          // bf16 bits [n_q, d_qk]
+  std::vector<int32_t> qo_indptr;          // [B+1]
+  std::vector<uint8_t> draft_mask;         // concatenated row-major T_b x T_b, 0/1
   std::vector<int64_t> draft_mask_indptr;  // [B+1]
   std::vector<int32_t> draft_parent;       // optional [n_q], -1 for a root
 

@@ -14,13 +14,13 @@
 #include <system_error>
 
 #include "vattn/case/bf16.h"
-#include "vattn/recipe/recipe.h"
 #include "vattn/casefile/h5_attr.h"
 #include "vattn/casefile/h5_case_io.h"
 #include "vattn/casefile/h5_dataset.h"
 #include "vattn/casefile/h5_group.h"
 #include "vattn/casefile/h5_types.h"
 #include "vattn/casefile/read_watchdog.h"
+#include "vattn/recipe/recipe.h"
 
 namespace vattn {
 
@@ -53,8 +53,9 @@ CaseFileHeader read_header(hid_t file, const std::string& path) {
   CaseFileHeader h;
   const int64_t version = read_int_attr(file, "format_version", w.at("format_version"));
   if (version != kCaseFormatVersion) {
-    w.at("format_version").read_error("version " + std::to_string(version) + " is not known to this reader (it reads " +
-                                      std::to_string(kCaseFormatVersion) + "); a newer vattn may read it");
+    w.at("format_version")
+        .read_error("version " + std::to_string(version) + " is not known to this reader (it reads " +
+                    std::to_string(kCaseFormatVersion) + "); a newer vattn may read it");
   }
   h.format_version = static_cast<int>(version);
   h.source = read_string_attr(file, "source", w.at("source"));
@@ -129,7 +130,8 @@ void check_shape(const std::vector<hsize_t>& dims, std::initializer_list<Dim> wa
 
 // bf16 travels as uint16; the attribute is what tells a reader the bits are not integers.
 void check_bf16_marker(hid_t dataset, const Where& w) {
-  if (!h5::has_attr(dataset, "dtype", w)) w.read_error("uint16 bf16 bits need attribute dtype=\"bfloat16\"; it is missing");
+  if (!h5::has_attr(dataset, "dtype", w))
+    w.read_error("uint16 bf16 bits need attribute dtype=\"bfloat16\"; it is missing");
   const std::string tag = h5::read_string_attr(dataset, "dtype", w);
   if (tag != "bfloat16") w.read_error("attribute dtype is '" + tag + "', expected 'bfloat16'");
 }
@@ -201,11 +203,13 @@ void check_case_memory(hid_t gid, const Case& c, int64_t mask_total, const Where
     outputs = static_cast<int64_t>(h5::member_names(g.get(), w.at("outputs")).size());
   }
   const int64_t keys = std::max<int64_t>(0, indptr_total(c.kv_indptr));
-  const uint64_t need = case_memory_estimate(n_q, c.num_heads, c.d_qk, c.d_v, n_rows, keys, std::max<int64_t>(0, mask_total), outputs);
+  const uint64_t need =
+      case_memory_estimate(n_q, c.num_heads, c.d_qk, c.d_v, n_rows, keys, std::max<int64_t>(0, mask_total), outputs);
   const uint64_t limit = case_memory_limit();
   if (need > limit) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "needs %.2f GiB to be read and checked, more than the limit of %.2f GiB (--max-memory)",
+    std::snprintf(buf, sizeof buf,
+                  "needs %.2f GiB to be read and checked, more than the limit of %.2f GiB (--max-memory)",
                   static_cast<double>(need) / (1ull << 30), static_cast<double>(limit) / (1ull << 30));
     w.read_error(buf);
   }
@@ -273,7 +277,8 @@ Case read_case(hid_t cases, const std::string& name, const std::string& path) {
   c.d_v = read_int_dim(g.get(), "d_v", w);
   c.sm_scale = h5::read_float_attr(g.get(), "sm_scale", w.at("sm_scale"));
   const int64_t num_requests = h5::read_int_attr(g.get(), "num_requests", w.at("num_requests"));
-  if (h5::has_attr(g.get(), "recipe", w.at("recipe"))) c.recipe = h5::read_string_attr(g.get(), "recipe", w.at("recipe"));
+  if (h5::has_attr(g.get(), "recipe", w.at("recipe")))
+    c.recipe = h5::read_string_attr(g.get(), "recipe", w.at("recipe"));
   for (const char* key : h5::kCaseIntAttrKeys) {
     if (h5::has_attr(g.get(), key, w.at(key))) c.int_attrs[key] = h5::read_int_attr(g.get(), key, w.at(key));
   }
@@ -281,8 +286,9 @@ Case read_case(hid_t cases, const std::string& name, const std::string& path) {
   const hid_t gid = g.get();
   c.qo_indptr = read_array<int32_t>(gid, "qo_indptr", "qo_indptr", Elem::kInt32, {{-1, "num_requests+1"}}, w);
   if (static_cast<int64_t>(c.qo_indptr.size()) != num_requests + 1) {
-    w.at("num_requests").read_error("is " + std::to_string(num_requests) + " but qo_indptr has " +
-                                    std::to_string(c.qo_indptr.size()) + " entries (num_requests+1 expected)");
+    w.at("num_requests")
+        .read_error("is " + std::to_string(num_requests) + " but qo_indptr has " + std::to_string(c.qo_indptr.size()) +
+                    " entries (num_requests+1 expected)");
   }
   c.kv_indptr = read_array<int32_t>(gid, "kv_indptr", "kv_indptr", Elem::kInt32, {{-1, "num_requests+1"}}, w);
   expect_elements(gid, "kv_indices", indptr_total(c.kv_indptr), "kv_indptr[B]", w);
@@ -299,15 +305,16 @@ Case read_case(hid_t cases, const std::string& name, const std::string& path) {
   c.draft_mask = read_array<uint8_t>(gid, "draft_mask", "draft_mask", Elem::kUint8, {{-1, "sum of T_b^2"}}, w);
 
   std::vector<hsize_t> dims;
-  c.kv_pool = read_array<uint16_t>(gid, "kv_pool", "kv_pool", Elem::kBf16, {{-1, "n_rows"}, {c.d_qk, "d_qk"}}, w, &dims);
+  c.kv_pool =
+      read_array<uint16_t>(gid, "kv_pool", "kv_pool", Elem::kBf16, {{-1, "n_rows"}, {c.d_qk, "d_qk"}}, w, &dims);
   const auto n_rows = static_cast<int64_t>(dims[0]);
   if (h5::has_link(gid, "kv_slot_ids", w.at("kv_slot_ids"))) {
     c.kv_slot_ids = read_array<int64_t>(gid, "kv_slot_ids", "kv_slot_ids", Elem::kInt64, {{n_rows, "n_rows"}}, w);
   }
   const int64_t n_q_want = indptr_total(c.qo_indptr);
   expect_elements(gid, "q", n_q_want < 0 ? -1 : n_q_want * c.num_heads * c.d_qk, "n_q x num_heads x d_qk", w);
-  c.q = read_array<uint16_t>(gid, "q", "q", Elem::kBf16, {{-1, "n_q"}, {c.num_heads, "num_heads"}, {c.d_qk, "d_qk"}},
-                             w, &dims);
+  c.q = read_array<uint16_t>(gid, "q", "q", Elem::kBf16, {{-1, "n_q"}, {c.num_heads, "num_heads"}, {c.d_qk, "d_qk"}}, w,
+                             &dims);
   const auto n_q = static_cast<int64_t>(dims[0]);
   c.kv_draft = read_array<uint16_t>(gid, "kv_draft", "kv_draft", Elem::kBf16, {{n_q, "n_q"}, {c.d_qk, "d_qk"}}, w);
   if (h5::has_link(gid, "draft_parent", w.at("draft_parent"))) {
@@ -340,7 +347,8 @@ void set_case_memory_limit(uint64_t bytes) { g_case_memory_limit = bytes; }
 uint64_t case_memory_limit() {
   if (g_case_memory_limit > 0) return g_case_memory_limit;
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  const uint64_t ram = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : (8ull << 30);
+  const uint64_t ram =
+      pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : (8ull << 30);
   return ram / 2;
 }
 
@@ -348,12 +356,13 @@ uint64_t case_memory_estimate(int64_t n_q, int64_t heads, int64_t d_qk, int64_t 
                               int64_t mask_entries, int64_t outputs) {
   // long double: a dataspace may claim anything; the product must not wrap.
   const long double q = static_cast<long double>(n_q), h = static_cast<long double>(heads);
-  long double bytes = 2.0L * n_rows * d_qk           // kv_pool (bf16)
-                      + 2.0L * q * h * d_qk          // q
-                      + 2.0L * q * d_qk              // kv_draft
-                      + 4.0L * keys + mask_entries   // kv_indices, draft_mask
+  long double bytes = 2.0L * n_rows * d_qk                  // kv_pool (bf16)
+                      + 2.0L * q * h * d_qk                 // q
+                      + 2.0L * q * d_qk                     // kv_draft
+                      + 4.0L * keys + mask_entries          // kv_indices, draft_mask
                       + outputs * 4.0L * q * h * (d_v + 1)  // stored outputs, widened to float
-                      + 3.0L * 8.0L * q * h * (d_v + 1);    // the oracle's float64 out and lse, twice, and a bf16 reference
+                      +
+                      3.0L * 8.0L * q * h * (d_v + 1);  // the oracle's float64 out and lse, twice, and a bf16 reference
   return bytes > 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bytes);
 }
 
@@ -408,8 +417,9 @@ void require_case(const std::vector<std::string>& names, const std::string& name
   std::string known;  // name the cases there are, the first few of them
   for (size_t i = 0; i < names.size() && i < 8; ++i) known += (i ? ", " : "") + names[i];
   if (names.size() > 8) known += ", ... (" + std::to_string(names.size()) + " in all)";
-  throw InputError(path, name, "",
-                   "no such case under /cases (" + (names.empty() ? std::string("the file has no cases") : "cases: " + known) + ")");
+  throw InputError(
+      path, name, "",
+      "no such case under /cases (" + (names.empty() ? std::string("the file has no cases") : "cases: " + known) + ")");
 }
 
 std::vector<std::string> list_cases(const std::string& path) {

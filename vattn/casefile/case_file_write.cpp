@@ -14,12 +14,12 @@
 
 #include "vattn/case/bf16.h"
 #include "vattn/casefile/case_file.h"
-#include "vattn/recipe/recipe.h"
 #include "vattn/casefile/h5_attr.h"
 #include "vattn/casefile/h5_case_io.h"
 #include "vattn/casefile/h5_dataset.h"
 #include "vattn/casefile/h5_group.h"
 #include "vattn/casefile/write_target.h"
+#include "vattn/recipe/recipe.h"
 
 namespace vattn {
 
@@ -37,7 +37,9 @@ std::string utc_now_iso8601() {
 }
 
 // A name becomes one HDF5 path component.
-bool is_component(const std::string& name) { return !name.empty() && name != "." && name.find('/') == std::string::npos; }
+bool is_component(const std::string& name) {
+  return !name.empty() && name != "." && name.find('/') == std::string::npos;
+}
 
 template <class Keys>
 bool in_keys(const Keys& keys, const std::string& key) {
@@ -63,22 +65,25 @@ void check_output(const StoredOutput& o, int64_t n_q, int heads, int d_v, const 
   if (!is_component(o.producer)) w.write_error("producer name '" + o.producer + "' is empty or contains '/'");
   const std::string base = "outputs/" + o.producer + "/";
   if (o.out_is_bf16 == (o.producer == kOracleProducer)) {
-    w.at(base + "out").write_error(o.out_is_bf16 ? std::string(kOracleProducer) + " stores out as float32, not bf16"
-                                                 : "must be bf16: only " + std::string(kOracleProducer) + " stores float32");
+    w.at(base + "out")
+        .write_error(o.out_is_bf16 ? std::string(kOracleProducer) + " stores out as float32, not bf16"
+                                   : "must be bf16: only " + std::string(kOracleProducer) + " stores float32");
   }
   const size_t want_out = static_cast<size_t>(n_q) * static_cast<size_t>(heads) * static_cast<size_t>(d_v);
   const size_t want_lse = static_cast<size_t>(n_q) * static_cast<size_t>(heads);
   if (o.out.size() != want_out) {
-    w.at(base + "out").write_error("has " + std::to_string(o.out.size()) + " elements, expected " +
-                                   std::to_string(want_out) + " (n_q x num_heads x d_v)");
+    w.at(base + "out")
+        .write_error("has " + std::to_string(o.out.size()) + " elements, expected " + std::to_string(want_out) +
+                     " (n_q x num_heads x d_v)");
   }
   if (!o.lse_stored && o.producer == kOracleProducer)
     w.at(base + "lse").write_error(std::string(kOracleProducer) + " always stores lse");
   if (!o.lse_stored && !o.lse.empty())
     w.at(base + "lse").write_error("has " + std::to_string(o.lse.size()) + " elements but is marked as not stored");
   if (o.lse_stored && o.lse.size() != want_lse) {
-    w.at(base + "lse").write_error("has " + std::to_string(o.lse.size()) + " elements, expected " +
-                                   std::to_string(want_lse) + " (n_q x num_heads)");
+    w.at(base + "lse")
+        .write_error("has " + std::to_string(o.lse.size()) + " elements, expected " + std::to_string(want_lse) +
+                     " (n_q x num_heads)");
   }
 }
 

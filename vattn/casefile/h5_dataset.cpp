@@ -26,8 +26,9 @@ void require_hard_link(hid_t loc, const char* name, const Where& w) {
   if (H5Lget_info(loc, name, &info, H5P_DEFAULT) < 0) w.read_error_h5(std::string("cannot look up '") + name + "'");
   if (info.type == H5L_TYPE_HARD) return;
   const std::string what = info.type == H5L_TYPE_EXTERNAL ? "an external link (to an object in another file)"
-                           : info.type == H5L_TYPE_SOFT   ? "a soft link (a path that may lead anywhere, other files included)"
-                                                          : "a user-defined link";
+                           : info.type == H5L_TYPE_SOFT
+                               ? "a soft link (a path that may lead anywhere, other files included)"
+                               : "a user-defined link";
   w.read_error("'" + std::string(name) + "' is " + what +
                ": a case file must hold its objects itself (hard links only); vattn follows nothing out of the file");
 }
@@ -59,7 +60,8 @@ void require_storage_inside(hid_t dataset, const char* name, const Where& w) {
   if (!dcpl.valid()) w.read_error_h5(std::string("cannot read how '") + name + "' is stored");
   const H5D_layout_t layout = H5Pget_layout(dcpl.get());
   if (layout == H5D_VIRTUAL) {
-    w.read_error("'" + std::string(name) + "' is a virtual dataset (its data is mapped from other datasets, other files "
+    w.read_error("'" + std::string(name) +
+                 "' is a virtual dataset (its data is mapped from other datasets, other files "
                  "included): vattn reads only data stored in the case file; rewrite it as a plain dataset");
   }
   if (layout < 0) w.read_error_h5(std::string("cannot read the layout of '") + name + "'");
@@ -74,12 +76,13 @@ void require_storage_inside(hid_t dataset, const char* name, const Where& w) {
     unsigned flags = 0, config = 0;
     size_t nvalues = 0;
     char stored[64] = {0};
-    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nvalues, nullptr,
-                                           sizeof stored, stored, &config);
+    const H5Z_filter_t id =
+        H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nvalues, nullptr, sizeof stored, stored, &config);
     if (id < 0) w.read_error_h5(std::string("cannot read the filters of '") + name + "'");
     if (H5Zfilter_avail(id) <= 0) {
       w.read_error("'" + std::string(name) + "' is compressed with filter " + std::to_string(id) + " (" +
-                   filter_name(id, stored) + "), which this HDF5 library does not have: rewrite the file with gzip, "
+                   filter_name(id, stored) +
+                   "), which this HDF5 library does not have: rewrite the file with gzip, "
                    "e.g. h5repack -f GZIP=4 in.h5 out.h5, or in h5py compression='gzip'");
     }
   }
@@ -169,8 +172,8 @@ Dataset write_dataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_ty
     std::vector<hsize_t> chunk = dims;
     chunk[0] = std::clamp<hsize_t>(kChunkTargetBytes / row_bytes, 1, dims[0]);
     if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0) w.write_error("this HDF5 library has no deflate filter");
-    if (H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) < 0 ||
-        H5Pset_shuffle(dcpl.get()) < 0 || H5Pset_deflate(dcpl.get(), kDeflateLevel) < 0) {
+    if (H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) < 0 || H5Pset_shuffle(dcpl.get()) < 0 ||
+        H5Pset_deflate(dcpl.get(), kDeflateLevel) < 0) {
       w.write_error_h5("cannot set up chunking and compression");
     }
   }

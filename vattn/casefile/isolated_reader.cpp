@@ -172,7 +172,8 @@ IsolatedCaseReader::~IsolatedCaseReader() {
 
 void IsolatedCaseReader::start_child(const std::string& only_case) {
   int p[2];
-  if (::pipe(p) != 0) throw InputError(path_, "", "", std::string("cannot start its reader (pipe: ") + std::strerror(errno) + ")");
+  if (::pipe(p) != 0)
+    throw InputError(path_, "", "", std::string("cannot start its reader (pipe: ") + std::strerror(errno) + ")");
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = ::fork();
@@ -194,7 +195,8 @@ bool IsolatedCaseReader::read_exact(void* buf, size_t n) {
   char* c = static_cast<char*>(buf);
   while (n > 0) {
     pollfd pfd{fd_, POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, timeout_s_ > 0 ? static_cast<int>(std::min<long>(timeout_s_, 2000000) * 1000) : -1);
+    const int ready =
+        ::poll(&pfd, 1, timeout_s_ > 0 ? static_cast<int>(std::min<long>(timeout_s_, 2000000) * 1000) : -1);
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
       ::kill(child_, SIGKILL);
@@ -243,7 +245,8 @@ uint64_t IsolatedCaseReader::read_u64() {
 
 std::string IsolatedCaseReader::read_string() {
   const uint64_t n = read_u64();
-  if (n > kMaxString) throw InputError(path_, reading_, "", "its reader sent a string of " + std::to_string(n) + " bytes");
+  if (n > kMaxString)
+    throw InputError(path_, reading_, "", "its reader sent a string of " + std::to_string(n) + " bytes");
   std::string s(n, '\0');
   if (n > 0 && !read_exact(s.data(), n)) child_ended();
   return s;
@@ -253,7 +256,8 @@ template <class T>
 void IsolatedCaseReader::read_vec(std::vector<T>& v) {
   const uint64_t n = read_u64();
   if (n > case_memory_limit() / sizeof(T))
-    throw InputError(path_, reading_, "", "its reader sent an array of " + std::to_string(n) + " elements, over the memory limit");
+    throw InputError(path_, reading_, "",
+                     "its reader sent an array of " + std::to_string(n) + " elements, over the memory limit");
   v.resize(n);
   if (n > 0 && !read_exact(v.data(), n * sizeof(T))) child_ended();
 }
@@ -334,7 +338,8 @@ bool IsolatedCaseReader::next(Case& out) {
     read_vec(c.draft_mask_indptr);
     read_vec(c.draft_parent);
     const uint64_t nattr = read_u64();
-    if (nattr > 64) throw InputError(path_, reading_, "", "its reader sent " + std::to_string(nattr) + " case attributes");
+    if (nattr > 64)
+      throw InputError(path_, reading_, "", "its reader sent " + std::to_string(nattr) + " case attributes");
     for (uint64_t i = 0; i < nattr; ++i) {
       const std::string k = read_string();
       c.int_attrs[k] = static_cast<int64_t>(read_u64());

@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
@@ -107,7 +107,8 @@ std::string hdf5_crash_reason(const char* signal_name) {
 
 std::string hdf5_timeout_reason(long seconds) {
   return "the HDF5 library did not return within " + std::to_string(seconds) +
-         " s while reading it (a corrupt file can make it loop; a large file on slow storage may just need longer: set " +
+         " s while reading it (a corrupt file can make it loop; a large file on slow storage may just need longer: "
+         "set " +
          kReadTimeoutVariable + "=SECONDS to allow more, 0 to wait without limit)";
 }
 

@@ -43,7 +43,8 @@ std::string write_target_problem(const std::string& path) {
   const fs::file_status st = fs::status(target, ec);
   if (fs::exists(st)) {
     if (fs::is_directory(st)) return "it is a directory" + via;
-    if (!fs::is_regular_file(st)) return "it is not a regular file (a device, pipe or socket)" + via + "; give a file path";
+    if (!fs::is_regular_file(st))
+      return "it is not a regular file (a device, pipe or socket)" + via + "; give a file path";
     if (::access(target.c_str(), W_OK) != 0) return "cannot write to it" + via + ": " + std::strerror(errno);
   }
   const std::string folder = folder_of(target);

@@ -79,13 +79,16 @@ std::string poisoned_draft_problem(const Case& c, const Reference& scale, const 
     const int64_t q = r / H;
     if (q < q0 || q >= q0 + c.drafts(p.request) || !c.visible(p.request, static_cast<int>(q - q0), p.draft)) continue;
     bool any_nonfinite = !std::isfinite(lse[static_cast<size_t>(r)]);
-    for (int64_t d = 0; d < dv && !any_nonfinite; ++d) any_nonfinite = !std::isfinite(out[static_cast<size_t>(r * dv + d)]);
+    for (int64_t d = 0; d < dv && !any_nonfinite; ++d)
+      any_nonfinite = !std::isfinite(out[static_cast<size_t>(r * dv + d)]);
     if (p.nan_in_k && !any_nonfinite)
       return p.label() + ": " + row_of(c, r) + " sees a draft whose K holds a NaN, yet its output is finite";
     bool all_finite_out = true;
-    for (int64_t d = 0; d < dv && all_finite_out; ++d) all_finite_out = std::isfinite(out[static_cast<size_t>(r * dv + d)]);
+    for (int64_t d = 0; d < dv && all_finite_out; ++d)
+      all_finite_out = std::isfinite(out[static_cast<size_t>(r * dv + d)]);
     if (std::isnan(lse[static_cast<size_t>(r)]) && all_finite_out)
-      return p.label() + ": " + row_of(c, r) + " has a NaN lse but a wholly finite output row (a plausible wrong value)";
+      return p.label() + ": " + row_of(c, r) +
+             " has a NaN lse but a wholly finite output row (a plausible wrong value)";
     others_lse[static_cast<size_t>(r)] = clean_lse[static_cast<size_t>(r)];
     std::copy_n(clean_out.begin() + r * dv, dv, others_out.begin() + r * dv);
   }

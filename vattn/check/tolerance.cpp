@@ -96,8 +96,7 @@ double over(double err, double bound) {
 
 void check_size(const Case& c, const std::string& field, size_t have, size_t want) {
   if (have != want) {
-    throw InputError("", c.name, field,
-                     "has " + std::to_string(have) + " elements, expected " + std::to_string(want));
+    throw InputError("", c.name, field, "has " + std::to_string(have) + " elements, expected " + std::to_string(want));
   }
 }
 
@@ -158,11 +157,13 @@ std::string largest(const std::map<K, int64_t>& m, int64_t over, size_t keep, La
   std::vector<std::pair<int64_t, K>> v;
   v.reserve(m.size());
   for (const auto& [k, n] : m) v.emplace_back(n, k);
-  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::sort(v.begin(), v.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   std::ostringstream os;
   for (size_t i = 0; i < v.size() && i < keep; ++i) {
     char share[32];
-    std::snprintf(share, sizeof share, "%.0f%%", 100.0 * static_cast<double>(v[i].first) / static_cast<double>(std::max<int64_t>(over, 1)));
+    std::snprintf(share, sizeof share, "%.0f%%",
+                  100.0 * static_cast<double>(v[i].first) / static_cast<double>(std::max<int64_t>(over, 1)));
     os << (i ? ", " : "") << label(v[i].second) << " " << v[i].first << " (" << share << ")";
   }
   if (v.size() > keep) os << ", ... (" << v.size() << " in all)";
@@ -174,12 +175,16 @@ std::string largest(const std::map<K, int64_t>& m, int64_t over, size_t keep, La
 std::string OverBoundMap::text(int64_t over, int64_t total) const {
   if (over == 0) return "";
   char head[96];
-  std::snprintf(head, sizeof head, "%lld of %lld elements (%.3g%%)", static_cast<long long>(over), static_cast<long long>(total),
+  std::snprintf(head, sizeof head, "%lld of %lld elements (%.3g%%)", static_cast<long long>(over),
+                static_cast<long long>(total),
                 100.0 * static_cast<double>(over) / static_cast<double>(std::max<int64_t>(total, 1)));
   std::ostringstream os;
   os << head << "\n    requests:      " << largest(by_request, over, 4, [](int r) { return "r" + std::to_string(r); })
      << "\n    rows:          "
-     << largest(by_row, over, 4, [](const std::pair<int, int>& k) { return "r" + std::to_string(k.first) + "/d" + std::to_string(k.second); })
+     << largest(by_row, over, 4,
+                [](const std::pair<int, int>& k) {
+                  return "r" + std::to_string(k.first) + "/d" + std::to_string(k.second);
+                })
      << "\n    heads:         " << largest(by_head, over, 4, [](int h) { return "h" + std::to_string(h); })
      << "\n    column blocks: " << largest(by_block, over, 4, [](int b) {
           return std::to_string(b * kBlock) + "-" + std::to_string(b * kBlock + kBlock - 1);
@@ -219,7 +224,8 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
       const int64_t k = c.visible_keys(b, i);
       any_nonempty = any_nonempty || k > 0;
       const size_t row0 = static_cast<size_t>((c.qo_indptr[static_cast<size_t>(b)] + i) * H);
-      std::fill(keys_of_row.begin() + static_cast<int64_t>(row0), keys_of_row.begin() + static_cast<int64_t>(row0) + H, k);
+      std::fill(keys_of_row.begin() + static_cast<int64_t>(row0), keys_of_row.begin() + static_cast<int64_t>(row0) + H,
+                k);
     }
   }
 
@@ -267,16 +273,17 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
       ++lse_nf;
       if (r.nonfinite_mismatch++ == 0) {
         r.first_nonfinite_mismatch = locate(c, static_cast<int64_t>(i), true);
-        first_nf_text = describe_position(c.name, r.first_nonfinite_mismatch) + ": value " + num_full(x) + ", oracle " + num_full(y);
+        first_nf_text = describe_position(c.name, r.first_nonfinite_mismatch) + ": value " + num_full(x) + ", oracle " +
+                        num_full(y);
       }
       continue;
     }
     if (lse_class(y) != LseClass::Finite) continue;
     const double err = std::fabs(x - y);
     const double n = static_cast<double>(keys_of_row[i]);
-    const double bound = tol.lse_c * kU32 *
-                         (std::sqrt(static_cast<double>(c.d_qk)) * ref64.lse_scale[i] + std::fabs(y) +
-                          std::max(std::sqrt(n), n / 64.0));
+    const double bound =
+        tol.lse_c * kU32 *
+        (std::sqrt(static_cast<double>(c.d_qk)) * ref64.lse_scale[i] + std::fabs(y) + std::max(std::sqrt(n), n / 64.0));
     const double ratio = over(err, bound);
     r.lse_max_err = std::max(r.lse_max_err, err);
     if (ratio > 1.0) ++lse_over;
@@ -299,10 +306,10 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
   }
 
   if (r.elements_over_bound > 0) {
-    r.failures.push_back("out_bound: " + std::to_string(r.elements_over_bound) + " elements over bound, worst err/bound " +
-                         num(r.worst_err_over_bound) + " at " + describe_position(c.name, r.worst) + " (value " +
-                         num_full(r.worst_value) + ", oracle " + num_full(r.worst_ref) + ", bound " +
-                         num(r.worst_bound) + ")");
+    r.failures.push_back("out_bound: " + std::to_string(r.elements_over_bound) +
+                         " elements over bound, worst err/bound " + num(r.worst_err_over_bound) + " at " +
+                         describe_position(c.name, r.worst) + " (value " + num_full(r.worst_value) + ", oracle " +
+                         num_full(r.worst_ref) + ", bound " + num(r.worst_bound) + ")");
   }
   if (r.nonfinite_mismatch > 0) {
     r.failures.push_back("nonfinite: " + std::to_string(r.nonfinite_mismatch) + " NaN/Inf positions differ (" +
@@ -311,8 +318,8 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
   }
   if (lse_over > 0) {
     r.failures.push_back("lse_bound: " + std::to_string(lse_over) + " rows over bound, worst err/bound " +
-                         num(r.lse_worst_err_over_bound) + " at " + describe_position(c.name, r.lse_worst) + " (value " +
-                         num_full(lse_worst_value) + ", oracle " + num_full(lse_worst_ref) + ", bound " +
+                         num(r.lse_worst_err_over_bound) + " at " + describe_position(c.name, r.lse_worst) +
+                         " (value " + num_full(lse_worst_value) + ", oracle " + num_full(lse_worst_ref) + ", bound " +
                          num(lse_worst_bound) + ")");
   }
   if (r.score > tol.max_score) {
@@ -323,8 +330,9 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
                          "x the bf16 reference's " + num(r.rms_err_bf16_ref) + " (max " + num(tol.max_ratio) + "x)");
   }
   if (r.ref_norm == 0 && any_nonempty) {
-    r.failures.push_back("ref_norm: the oracle output is all zero (or non-finite) though some rows have keys; "
-                         "the comparison could not fail");
+    r.failures.push_back(
+        "ref_norm: the oracle output is all zero (or non-finite) though some rows have keys; "
+        "the comparison could not fail");
   }
   r.pass = r.failures.empty();
   return r;
@@ -332,10 +340,10 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
 
 std::string CompareReport::summary_line() const {
   std::ostringstream os;
-  os << (pass ? "PASS" : "FAIL") << " [" << label << "] case '" << case_name << "': err/bound " << num(worst_err_over_bound)
-     << " (" << elements_over_bound << " over), lse err/bound "
-     << (lse_checked ? num(lse_worst_err_over_bound) : std::string("- (not stored)")) << ", score "
-     << num(score) << ", ratio " << num(ratio_vs_bf16_ref) << ", nonfinite " << nonfinite_mismatch;
+  os << (pass ? "PASS" : "FAIL") << " [" << label << "] case '" << case_name << "': err/bound "
+     << num(worst_err_over_bound) << " (" << elements_over_bound << " over), lse err/bound "
+     << (lse_checked ? num(lse_worst_err_over_bound) : std::string("- (not stored)")) << ", score " << num(score)
+     << ", ratio " << num(ratio_vs_bf16_ref) << ", nonfinite " << nonfinite_mismatch;
   if (!pass) os << " | " << failures.front().substr(0, failures.front().find(':'));
   for (size_t i = 1; i < failures.size(); ++i) os << "," << failures[i].substr(0, failures[i].find(':'));
   return os.str();
@@ -348,8 +356,8 @@ std::string CompareReport::detail() const {
   os << "  max |o - o64|          " << num(max_abs_err) << "\n";
   os << "  worst err/bound        " << num(worst_err_over_bound);
   if (worst.index >= 0) {
-    os << " at " << describe_position(case_name, worst) << " (flat " << worst.index << "): value " << num_full(worst_value)
-       << ", oracle " << num_full(worst_ref) << ", bound " << num(worst_bound);
+    os << " at " << describe_position(case_name, worst) << " (flat " << worst.index << "): value "
+       << num_full(worst_value) << ", oracle " << num_full(worst_ref) << ", bound " << num(worst_bound);
   }
   os << "\n  elements over bound    " << elements_over_bound;
   if (elements_over_bound > 0) os << ": " << over_where.text(elements_over_bound, elements_compared);

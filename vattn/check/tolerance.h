@@ -48,20 +48,20 @@ struct CompareReport {
   bool pass = false;
   std::vector<std::string> failures;  // one short reason per failed check
 
-  double ref_norm = 0;          // ||o64||_2 (must be > 0 unless every row is empty)
-  double max_abs_err = 0;       // max |o - o64| over finite elements
+  double ref_norm = 0;              // ||o64||_2 (must be > 0 unless every row is empty)
+  double max_abs_err = 0;           // max |o - o64| over finite elements
   double worst_err_over_bound = 0;  // max |o - o64| / bound
-  ElementPos worst;             // where worst_err_over_bound happens
+  ElementPos worst;                 // where worst_err_over_bound happens
   double worst_value = 0, worst_ref = 0, worst_bound = 0;
   int64_t elements_over_bound = 0;
-  int64_t elements_compared = 0;  // finite in both
-  OverBoundMap over_where;       // where the elements over bound are
+  int64_t elements_compared = 0;   // finite in both
+  OverBoundMap over_where;         // where the elements over bound are
   int64_t nonfinite_mismatch = 0;  // NaN/Inf positions (out and lse) differing from the oracle's
   ElementPos first_nonfinite_mismatch;
   double lse_max_err = 0, lse_worst_err_over_bound = 0;
   ElementPos lse_worst;
-  bool lse_checked = true;      // false: the producer stored no lse (out alone was held to the model)
-  double score = 0;             // 1 - 2 sum(xy) / sum(x^2 + y^2)
+  bool lse_checked = true;  // false: the producer stored no lse (out alone was held to the model)
+  double score = 0;         // 1 - 2 sum(xy) / sum(x^2 + y^2)
   double rms_err = 0, rms_err_bf16_ref = 0, ratio_vs_bf16_ref = 0;
 
   std::string summary_line() const;  // one line: PASS/FAIL and the key figures

@@ -9,9 +9,9 @@
 #include <CLI/CLI.hpp>
 
 #include "vattn/casefile/case_file.h"
+#include "vattn/casefile/read_watchdog.h"
 #include "vattn/cli/commands.h"
 #include "vattn/recipe/vocab.h"
-#include "vattn/casefile/read_watchdog.h"
 
 namespace vattn::cli {
 
@@ -86,7 +86,8 @@ bool Args::parse(int argc, char** argv) {
     if (a.size() < 2 || a[0] != '-') continue;  // a positional, or "-"
     if (a[1] != '-' && a.size() > 2) throw UsageError("unknown option '" + a + "'");
     const size_t eq = a[1] == '-' ? a.find('=') : std::string::npos;
-    const Spec* s = a[1] == '-' ? find(a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2)) : find_alias(a[1]);
+    const Spec* s =
+        a[1] == '-' ? find(a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2)) : find_alias(a[1]);
     if (s == nullptr) continue;  // unknown: named after CLI11 has run
     if (!s->takes_value) {
       if (eq != std::string::npos) throw UsageError("option '--" + s->name + "' takes no value");
@@ -167,9 +168,11 @@ long long Args::get_int(const std::string& name, long long fallback, long long l
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE) throw UsageError("--" + name + ": '" + text + "' is not an integer");
+  if (text.empty() || *end != '\0' || errno == ERANGE)
+    throw UsageError("--" + name + ": '" + text + "' is not an integer");
   if (v < lo || v > hi) {
-    throw UsageError("--" + name + ": " + text + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    throw UsageError("--" + name + ": " + text + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "]");
   }
   return v;
 }
@@ -178,7 +181,8 @@ double Args::get_double(const std::string& name, double fallback) const {
   if (!has(name)) return fallback;
   const std::string text = get(name);
   double v = 0;
-  if (!vocab::parse_plain_decimal(text, &v)) throw UsageError("--" + name + ": '" + text + "' is not a finite decimal number");
+  if (!vocab::parse_plain_decimal(text, &v))
+    throw UsageError("--" + name + ": '" + text + "' is not a finite decimal number");
   return v;
 }
 
@@ -223,8 +227,8 @@ int Args::refuse_without_cuda(int argc, char** argv, const std::string& not_done
 
 Args& add_case_reading_options(Args& a) {
   return a
-      .option("max-memory", "GIB", "refuse (exit 2) a case whose shapes need more memory than this to be read and checked",
-              "half the RAM")
+      .option("max-memory", "GIB",
+              "refuse (exit 2) a case whose shapes need more memory than this to be read and checked", "half the RAM")
       .note(kReadTimeoutHelp);
 }
 
@@ -236,7 +240,8 @@ void apply_case_reading_options(const Args& a) {
   }
   if (a.has("max-memory")) {
     const double gib = a.get_double("max-memory", 0);
-    if (!(gib > 0) || gib > 1e6) throw UsageError("--max-memory must be a number of GiB > 0 (got '" + a.get("max-memory") + "')");
+    if (!(gib > 0) || gib > 1e6)
+      throw UsageError("--max-memory must be a number of GiB > 0 (got '" + a.get("max-memory") + "')");
     set_case_memory_limit(static_cast<uint64_t>(gib * static_cast<double>(1ull << 30)));
   }
 }
@@ -254,7 +259,8 @@ std::vector<int> parse_int_list(const std::string& option, const std::string& te
       throw UsageError("--" + option + ": '" + item + "' in '" + text + "' is not an integer");
     }
     if (v < lo || v > hi) {
-      throw UsageError("--" + option + ": " + item + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      throw UsageError("--" + option + ": " + item + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                       "]");
     }
     out.push_back(static_cast<int>(v));
     if (comma == std::string::npos) break;

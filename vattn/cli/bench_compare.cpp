@@ -33,7 +33,8 @@ json read_json(const std::string& path) {
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
   if (ec) fail(path, "cannot read: " + ec.message());
-  if (size > kMaxReportBytes) fail(path, "is " + std::to_string(size) + " bytes; a bench report is far smaller (limit 64 MiB)");
+  if (size > kMaxReportBytes)
+    fail(path, "is " + std::to_string(size) + " bytes; a bench report is far smaller (limit 64 MiB)");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open");
   std::ostringstream text;
@@ -53,7 +54,9 @@ int int_field(const std::string& path, const json& c, size_t i, const char* fiel
   const json& v = c[field];
   if (!v.is_number_integer()) fail(path, where + " is not an integer");
   const long long x = v.get<long long>();
-  if (x < lo || x > hi) fail(path, where + " is " + std::to_string(x) + ", outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  if (x < lo || x > hi)
+    fail(path,
+         where + " is " + std::to_string(x) + ", outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return static_cast<int>(x);
 }
 
@@ -65,7 +68,8 @@ double time_field(const std::string& path, const json& c, size_t i, const char* 
   const json& v = c[field];
   if (!v.is_number()) fail(path, where + " is not a number (" + printable(v.dump()) + ")");
   const double x = v.get<double>();
-  if (!std::isfinite(x) || x <= 0 || x > 1e9) fail(path, where + " is " + printable(v.dump()) + ", not a time in (0, 1e9] us");
+  if (!std::isfinite(x) || x <= 0 || x > 1e9)
+    fail(path, where + " is " + printable(v.dump()) + ", not a time in (0, 1e9] us");
   return x;
 }
 
@@ -73,12 +77,14 @@ std::vector<Row> read_report(const std::string& path, std::string& device) {
   const json j = read_json(path);
   if (!j.is_object()) fail(path, "is not a JSON object");
   if (!j.contains("schema") || j["schema"] != "vattn-bench-report")
-    fail(path, "is not a vattn bench report (field 'schema' is not \"vattn-bench-report\"; `vattn bench --json` writes one)");
+    fail(path,
+         "is not a vattn bench report (field 'schema' is not \"vattn-bench-report\"; `vattn bench --json` writes one)");
   if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<long long>() != 2)
     fail(path, "field 'version': this vattn reads vattn-bench-report version 2");
   if (!j.contains("device") || !j["device"].is_string()) fail(path, "field 'device' is missing or not a string");
   device = j["device"].get<std::string>();
-  if (!j.contains("cases") || !j["cases"].is_array() || j["cases"].empty()) fail(path, "field 'cases' is missing, not a list, or empty");
+  if (!j.contains("cases") || !j["cases"].is_array() || j["cases"].empty())
+    fail(path, "field 'cases' is missing, not a list, or empty");
   std::vector<Row> rows;
   std::set<std::pair<std::string, CompareShape>> seen;
   const json& cases = j["cases"];
@@ -96,8 +102,9 @@ std::vector<Row> read_report(const std::string& path, std::string& device) {
     r.graph_us = time_field(path, c, i, "graph_us");
     r.queued_us = time_field(path, c, i, "queued_us");
     if (!seen.insert({r.kernel, r.shape}).second)
-      fail(path, "case " + std::to_string(i) + ": revision '" + printable(r.kernel) + "' at B=" + std::to_string(r.shape.batch) +
-                     " T=" + std::to_string(r.shape.drafts) + " P=" + std::to_string(r.shape.prefix) + " appears twice");
+      fail(path, "case " + std::to_string(i) + ": revision '" + printable(r.kernel) +
+                     "' at B=" + std::to_string(r.shape.batch) + " T=" + std::to_string(r.shape.drafts) +
+                     " P=" + std::to_string(r.shape.prefix) + " appears twice");
     rows.push_back(r);
   }
   return rows;
@@ -129,7 +136,8 @@ Comparison compare_bench_reports(const std::vector<std::string>& paths, const st
   for (const std::string& path : paths) {
     std::string device;
     reports.push_back(read_report(path, device));
-    if (reports.size() == 1) device0 = device;
+    if (reports.size() == 1)
+      device0 = device;
     else if (device != device0)
       fail(path, "was timed on " + printable(device) + ", " + printable(paths.front()) + " on " + printable(device0) +
                      ": times from different GPUs do not compare");
@@ -146,7 +154,8 @@ Comparison compare_bench_reports(const std::vector<std::string>& paths, const st
     std::string names;
     for (const auto& rows : reports)
       for (const Row& r : rows)
-        if (names.find("'" + r.kernel + "'") == std::string::npos) names += (names.empty() ? "'" : ", '") + r.kernel + "'";
+        if (names.find("'" + r.kernel + "'") == std::string::npos)
+          names += (names.empty() ? "'" : ", '") + r.kernel + "'";
     throw InputError("", "", "", "no report times the base revision '" + c.base + "' (revisions: " + names + ")");
   }
   // Per (kernel, shape): sums of this kernel's times and of the base's in the same reports.
@@ -164,7 +173,8 @@ Comparison compare_bench_reports(const std::vector<std::string>& paths, const st
       const auto b = base_rows.find(r.shape);
       if (b == base_rows.end())
         fail(paths[f], "revision '" + printable(r.kernel) + "' at " + shape_text(r.shape) + ": the base revision '" +
-                           printable(c.base) + "' was not timed at this shape in this report (a ratio needs both from one run)");
+                           printable(c.base) +
+                           "' was not timed at this shape in this report (a ratio needs both from one run)");
       bool listed = false;
       for (const auto& k : c.kernels) listed = listed || k == r.kernel;
       if (!listed) c.kernels.push_back(r.kernel);
@@ -221,8 +231,8 @@ Comparison compare_bench_reports(const std::vector<std::string>& paths, const st
 std::string comparison_table(const Comparison& c) {
   std::ostringstream os;
   char line[400];
-  os << "vattn bench-compare: " << c.reports << (c.reports == 1 ? " report" : " reports") << ", device " << printable(c.device)
-     << ", base " << printable(c.base) << "\n"
+  os << "vattn bench-compare: " << c.reports << (c.reports == 1 ? " report" : " reports") << ", device "
+     << printable(c.device) << ", base " << printable(c.base) << "\n"
      << "ratio = base time / revision time (above 1: the revision is faster), from the means over the reports;\n"
      << "graph replay (queued in brackets); [lo-hi]: the graph ratio within each report, its spread between runs\n";
   if (c.kernels.size() == 1) {
@@ -232,8 +242,8 @@ std::string comparison_table(const Comparison& c) {
   for (const std::string& k : c.kernels) {
     if (k == c.base) continue;
     os << "\n" << printable(k) << " against " << printable(c.base) << ":\n";
-    std::snprintf(line, sizeof line, "%5s %5s %8s %9s %20s %20s %17s %15s %8s\n", "B", "T", "P", "splits", "base us", "revision us",
-                  "ratio", "[lo-hi]", "reports");
+    std::snprintf(line, sizeof line, "%5s %5s %8s %9s %20s %20s %17s %15s %8s\n", "B", "T", "P", "splits", "base us",
+                  "revision us", "ratio", "[lo-hi]", "reports");
     os << line;
     for (const CompareShape& s : c.shapes) {
       const auto it = c.cells.find({k, s});
@@ -242,20 +252,21 @@ std::string comparison_table(const Comparison& c) {
       const CompareCell& x = it->second;
       const double base_g = x.graph_us * x.ratio_graph, base_q = x.queued_us * x.ratio_queued;
       const std::string splits = std::to_string(b->second.splits) + "/" + std::to_string(x.splits);
-      std::snprintf(line, sizeof line, "%5d %5d %8d %9s %20s %20s %17s [%5.3f-%5.3f] %8d\n", s.batch, s.drafts, s.prefix,
-                    splits.c_str(), pair_text(base_g, base_q, 1).c_str(), pair_text(x.graph_us, x.queued_us, 1).c_str(),
-                    pair_text(x.ratio_graph, x.ratio_queued, 3).c_str(), x.ratio_graph_lo, x.ratio_graph_hi, x.reports);
+      std::snprintf(line, sizeof line, "%5d %5d %8d %9s %20s %20s %17s [%5.3f-%5.3f] %8d\n", s.batch, s.drafts,
+                    s.prefix, splits.c_str(), pair_text(base_g, base_q, 1).c_str(),
+                    pair_text(x.graph_us, x.queued_us, 1).c_str(), pair_text(x.ratio_graph, x.ratio_queued, 3).c_str(),
+                    x.ratio_graph_lo, x.ratio_graph_hi, x.reports);
       os << line;
     }
     const Comparison::Geo& g = c.geomean.at(k);
     if (g.verify > 0) {
-      std::snprintf(line, sizeof line, "  verify (T > 1), %d shape%s: geomean %.4f (queued %.4f)\n", g.verify, g.verify == 1 ? "" : "s",
-                    g.verify_graph, g.verify_queued);
+      std::snprintf(line, sizeof line, "  verify (T > 1), %d shape%s: geomean %.4f (queued %.4f)\n", g.verify,
+                    g.verify == 1 ? "" : "s", g.verify_graph, g.verify_queued);
       os << line;
     }
     if (g.decode > 0) {
-      std::snprintf(line, sizeof line, "  decode (T = 1), %d shape%s: geomean %.4f (queued %.4f)\n", g.decode, g.decode == 1 ? "" : "s",
-                    g.decode_graph, g.decode_queued);
+      std::snprintf(line, sizeof line, "  decode (T = 1), %d shape%s: geomean %.4f (queued %.4f)\n", g.decode,
+                    g.decode == 1 ? "" : "s", g.decode_graph, g.decode_queued);
       os << line;
     }
   }
@@ -272,8 +283,8 @@ std::vector<std::string> below_ratio(const Comparison& c, double min_ratio) {
       if (it == c.cells.end()) continue;
       const CompareCell& x = it->second;
       if (x.ratio_graph >= min_ratio && x.ratio_queued >= min_ratio) continue;
-      std::snprintf(line, sizeof line, "%s at %s: %.3f (queued %.3f), below %g", printable(k).c_str(), shape_text(s).c_str(),
-                    x.ratio_graph, x.ratio_queued, min_ratio);
+      std::snprintf(line, sizeof line, "%s at %s: %.3f (queued %.3f), below %g", printable(k).c_str(),
+                    shape_text(s).c_str(), x.ratio_graph, x.ratio_queued, min_ratio);
       out.push_back(line);
     }
   }

@@ -20,10 +20,10 @@ struct CompareShape {
 
 // One revision at one shape, over the reports that timed it.
 struct CompareCell {
-  double graph_us = 0, queued_us = 0;  // means over the reports
-  double ratio_graph = 0, ratio_queued = 0;  // base mean / this mean: above 1, faster than the base
+  double graph_us = 0, queued_us = 0;             // means over the reports
+  double ratio_graph = 0, ratio_queued = 0;       // base mean / this mean: above 1, faster than the base
   double ratio_graph_lo = 0, ratio_graph_hi = 0;  // base / this within each report: the spread
-  int splits = 0;     // splits_used in the first report
+  int splits = 0;                                 // splits_used in the first report
   int reports = 0;
 };
 

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "vattn/cli/args.h"
-#include "vattn/cli/json.h"
 #include "vattn/case/case.h"
+#include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
+#include "vattn/cli/json.h"
 #if VATTN_HAVE_CUDA
+#include "vattn/cli/report_file.h"
 #include "vattn/gpu/bench.h"
 #include "vattn/gpu/cuda_check.h"
-#include "vattn/cli/report_file.h"
 #include "vattn/gpu/revision.h"
 #endif
 
@@ -32,10 +32,17 @@ json bench_report_json(const BenchReport& r) {
   j["mma_tflops"] = json_number(r.mma_tflops);
   json cases = json::array();
   for (const BenchRow& x : r.rows) {
-    cases.push_back({{"kernel", x.kernel}, {"batch", x.batch}, {"drafts", x.drafts}, {"tree", x.tree}, {"prefix", x.prefix},
-                     {"splits_used", x.splits_used}, {"eager_us", json_number(x.eager_us)},
-                     {"graph_us", json_number(x.graph_us)}, {"queued_us", json_number(x.queued_us)},
-                     {"bytes", json_number(x.bytes)}, {"flops", json_number(x.flops)},
+    cases.push_back({{"kernel", x.kernel},
+                     {"batch", x.batch},
+                     {"drafts", x.drafts},
+                     {"tree", x.tree},
+                     {"prefix", x.prefix},
+                     {"splits_used", x.splits_used},
+                     {"eager_us", json_number(x.eager_us)},
+                     {"graph_us", json_number(x.graph_us)},
+                     {"queued_us", json_number(x.queued_us)},
+                     {"bytes", json_number(x.bytes)},
+                     {"flops", json_number(x.flops)},
                      {"gbps", json_number(x.bytes / (x.graph_us * 1e-6) / 1e9)},
                      {"tflops", json_number(x.flops / (x.graph_us * 1e-6) / 1e12)},
                      {"roofline_us", json_number(x.roofline_us)},
@@ -59,7 +66,8 @@ int cmd_bench(int argc, char** argv) {
             "roofline = max(bytes / copy bandwidth, flops / mma.sync peak), both ceilings measured at\n"
             "the start of the run. Several revisions (--kernel A,B) are timed in turn on the same\n"
             "inputs of each case, and the table adds each one's speed against the first. Needs a CUDA device.");
-  args.option("kernel", "LIST", "kernel revisions, comma-separated: built-in names (split-v1, split-v2) or revision libraries",
+  args.option("kernel", "LIST",
+              "kernel revisions, comma-separated: built-in names (split-v1, split-v2) or revision libraries",
               "split-v1", 'k')
       .option("prefix", "LIST", "prefix lengths P", "4096,16384,65536,91000,131072")
       .option("batch", "LIST", "batch sizes B", "1,8")
@@ -114,8 +122,8 @@ int cmd_bench(int argc, char** argv) {
     if (!why.empty()) return args.usage_error("--json " + json_path + ": " + why);
   }
   const BenchReport rep = run_bench(opt, [](const BenchRow& r) {
-    std::fprintf(stderr, "bench: %s B=%d T=%d P=%d done (graph %.1f us)\n", r.kernel.c_str(), r.batch, r.drafts, r.prefix,
-                 r.graph_us);
+    std::fprintf(stderr, "bench: %s B=%d T=%d P=%d done (graph %.1f us)\n", r.kernel.c_str(), r.batch, r.drafts,
+                 r.prefix, r.graph_us);
   });
   std::fputs(bench_table(rep).c_str(), stdout);
   if (!json_path.empty()) {

@@ -2,9 +2,9 @@
 // vattn bench-compare: revisions set against a base across `vattn bench --json` reports (host only).
 #include <cstdio>
 
+#include "vattn/case/case.h"
 #include "vattn/cli/args.h"
 #include "vattn/cli/bench_compare.h"
-#include "vattn/case/case.h"
 #include "vattn/cli/commands.h"
 
 namespace vattn::cli {
@@ -21,11 +21,13 @@ int cmd_bench_compare(int argc, char** argv) {
   args.positionals("REPORT.json...", "reports written by vattn bench --json", 1)
       .option("base", "NAME", "the revision the others are set against", "the first revision of the first report")
       .option("min-ratio", "R", "exit 1 when a revision's ratio (graph or queued) is below R at any shape")
-      .example("vattn bench --kernel split-v2,new.so --json ab.json; vattn bench --kernel new.so,split-v2 --json ba.json",
-               "time both, in both orders")
+      .example(
+          "vattn bench --kernel split-v2,new.so --json ab.json; vattn bench --kernel new.so,split-v2 --json ba.json",
+          "time both, in both orders")
       .example("vattn bench-compare --base split-v2 --min-ratio 0.99 ab.json ba.json", "then compare them")
-      .note("exit codes: 0 compared (none below --min-ratio); 1 some revision below --min-ratio; 2 usage, or a report "
-            "that cannot be used");
+      .note(
+          "exit codes: 0 compared (none below --min-ratio); 1 some revision below --min-ratio; 2 usage, or a report "
+          "that cannot be used");
   double min_ratio = 0;
   try {
     if (!args.parse(argc, argv)) return kExitOk;
@@ -46,8 +48,10 @@ int cmd_bench_compare(int argc, char** argv) {
   if (args.has("min-ratio")) {
     const std::vector<std::string> below = below_ratio(c, min_ratio);
     for (const std::string& line : below) std::printf("BELOW: %s\n", line.c_str());
-    if (!below.empty()) rc = kExitCheckFailed;
-    else std::printf("every revision at or above %g at every shape (graph and queued)\n", min_ratio);
+    if (!below.empty())
+      rc = kExitCheckFailed;
+    else
+      std::printf("every revision at or above %g at every shape (graph and queued)\n", min_ratio);
   }
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) return kExitBadInput;
   return rc;

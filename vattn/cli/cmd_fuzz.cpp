@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "vattn/cli/args.h"
-#include "vattn/fuzz/gen/case_stream.h"
 #include "vattn/cli/commands.h"
+#include "vattn/fuzz/gen/case_stream.h"
 #if VATTN_HAVE_CUDA
 #include "vattn/fuzz/worker/gpu_target.h"
 #endif
@@ -81,7 +81,8 @@ int cmd_fuzz(int argc, char** argv) {
       .option("heartbeat-timeout", "SECONDS", "a worker silent this long is taken as hung", "20")
       .option("max-shrink-runs", "N", "runs spent shrinking one finding", "400")
       .option("max-shrink-seconds", "SECONDS", "time spent shrinking one finding", "900")
-      .option("stop-after-findings", "N", "stop once N new findings are confirmed and shrunk (e.g. 1: is it broken at all?)")
+      .option("stop-after-findings", "N",
+              "stop once N new findings are confirmed and shrunk (e.g. 1: is it broken at all?)")
       .flag("no-report", "do not write DIR/report.html at the end (vattn report DIR makes it later)")
       .option("recipe", "LINE", "run only this case, in a fresh worker, and print its verdict (re-runs a finding)")
       .option("repro", "FILE", "with --recipe: write the repro here when it fails")
@@ -92,8 +93,9 @@ int cmd_fuzz(int argc, char** argv) {
       .example("vattn fuzz --kernel split-v1 --recipe \"B=1 H=1 P=[0] T=[17]\"", "re-run one case")
       .example("vattn fuzz --kernel split-v1 --seed 7 --shard 2/8 --hours 8 --out night1/task-2",
                "host 2 of 8 (scripts/slurm/); merge with vattn fuzz-merge")
-      .note("exit codes: 0 nothing found, 1 findings (the summary lists them), 2 usage, or nothing could run\n"
-            "(the kernel does not load, no CUDA device for a GPU revision, workers cannot start)");
+      .note(
+          "exit codes: 0 nothing found, 1 findings (the summary lists them), 2 usage, or nothing could run\n"
+          "(the kernel does not load, no CUDA device for a GPU revision, workers cannot start)");
   fuzz::CampaignOptions o;
   std::string recipe, repro;
   try {
@@ -103,8 +105,9 @@ int cmd_fuzz(int argc, char** argv) {
     o.resume_dir = args.get("resume");
     if (o.kernel.empty() && o.resume_dir.empty()) throw UsageError("--kernel is required (or --resume DIR)");
     if (!o.resume_dir.empty() && (args.has("seed") || args.has("budget") || args.has("out") || args.has("shard")))
-      throw UsageError("--resume keeps the campaign's seed, budget, shard and directory; leave --seed, --budget, --shard "
-                       "and --out out");
+      throw UsageError(
+          "--resume keeps the campaign's seed, budget, shard and directory; leave --seed, --budget, --shard "
+          "and --out out");
     if (args.has("shard")) parse_shard(args.get("shard"), o);
     o.ledger = args.get("ledger");
     o.report = !args.has("no-report");
@@ -118,7 +121,8 @@ int cmd_fuzz(int argc, char** argv) {
       o.seed = static_cast<uint64_t>(args.get_int("seed", 1, 0, INT64_MAX));
       o.seed_given = true;
     } else {
-      o.seed = std::random_device{}() ^ (static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) << 20);
+      o.seed = std::random_device{}() ^
+               (static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) << 20);
       o.seed &= 0x7fffffffffffffffull;
     }
     o.budget = args.get("budget", "large");
@@ -133,11 +137,13 @@ int cmd_fuzz(int argc, char** argv) {
     if (!(o.case_timeout > 0) || !(o.heartbeat_timeout > 0)) throw UsageError("timeouts must be > 0 seconds");
     o.max_shrink_runs = static_cast<int>(args.get_int("max-shrink-runs", 400, 0, 1000000));
     o.max_shrink_seconds = args.get_double("max-shrink-seconds", 900);
-    if (args.has("stop-after-findings")) o.stop_after_findings = static_cast<int>(args.get_int("stop-after-findings", 0, 1, 1000000));
+    if (args.has("stop-after-findings"))
+      o.stop_after_findings = static_cast<int>(args.get_int("stop-after-findings", 0, 1, 1000000));
     recipe = args.get("recipe");
     repro = args.get("repro");
     if (!repro.empty() && recipe.empty()) throw UsageError("--repro goes with --recipe");
-    if (!recipe.empty() && !o.resume_dir.empty()) throw UsageError("--recipe runs one case; it does not go with --resume");
+    if (!recipe.empty() && !o.resume_dir.empty())
+      throw UsageError("--recipe runs one case; it does not go with --resume");
 #if !VATTN_HAVE_CUDA
     if (!o.kernel.empty() && o.kernel.rfind("host:", 0) != 0) {
       std::fprintf(stderr, "vattn fuzz: --kernel %s: %s; only host:* targets run\n", o.kernel.c_str(), kNoCuda);
@@ -170,7 +176,8 @@ int cmd_fuzz(int argc, char** argv) {
 int cmd_fuzz_worker(int argc, char** argv) {
   Args args("fuzz-worker", "--kernel K [--budget B] [--threads N] [--envelope-recipe LINE]",
             "The worker process of `vattn fuzz` (started by it; speaks JSON lines on stdin and fd 3).");
-  args.option("kernel", "K", "target").option("budget", "B", "stream budget (plan limits)", "large")
+  args.option("kernel", "K", "target")
+      .option("budget", "B", "stream budget (plan limits)", "large")
       .option("threads", "N", "pool threads", "cores - 1")
       .option("envelope-recipe", "LINE", "widen the plan limits so this recipe fits");
   fuzz::WorkerOptions w;
@@ -180,7 +187,8 @@ int cmd_fuzz_worker(int argc, char** argv) {
     fuzz::StreamConfig sc;
     sc.budget = args.get("budget", "large");
     w.target.envelope = fuzz::CaseStream(sc).envelope();
-    if (args.has("envelope-recipe")) w.target.envelope = widen(w.target.envelope, Recipe::parse(args.get("envelope-recipe")));
+    if (args.has("envelope-recipe"))
+      w.target.envelope = widen(w.target.envelope, Recipe::parse(args.get("envelope-recipe")));
     w.threads = static_cast<int>(args.get_int("threads", 0, 0, 1024));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vattn fuzz-worker: %s\n", e.what());

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "vattn/cli/args.h"
 #include "vattn/case/case.h"
+#include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
 #include "vattn/fuzz/campaign/merge.h"
 #include "vattn/fuzz/campaign/report_runner.h"
@@ -32,17 +32,20 @@ void write_merged(const std::string& dir, const json& summary) {
 }
 
 void print_merged(const json& m, const std::string& dir) {
-  std::printf("vattn fuzz-merge: %zu part(s) of %s (budget %s), %lld cases, %lld failed, %lld tolerated, %lld suite error(s)\n",
-              m["parts"].size(), m.value("kernel", "").c_str(), m.value("budget", "").c_str(),
-              static_cast<long long>(m.value("campaign_cases", int64_t{0})), static_cast<long long>(m.value("failed", int64_t{0})),
-              static_cast<long long>(m.value("tolerated", int64_t{0})), static_cast<long long>(m.value("suite_errors", int64_t{0})));
+  std::printf(
+      "vattn fuzz-merge: %zu part(s) of %s (budget %s), %lld cases, %lld failed, %lld tolerated, %lld suite error(s)\n",
+      m["parts"].size(), m.value("kernel", "").c_str(), m.value("budget", "").c_str(),
+      static_cast<long long>(m.value("campaign_cases", int64_t{0})),
+      static_cast<long long>(m.value("failed", int64_t{0})), static_cast<long long>(m.value("tolerated", int64_t{0})),
+      static_cast<long long>(m.value("suite_errors", int64_t{0})));
   for (const json& p : m["parts"]) {
     std::string shard = p.contains("shard") ? " shard " + std::to_string(p["shard"][0].get<int64_t>()) + "/" +
                                                   std::to_string(p["shard"][1].get<int64_t>())
                                             : "";
     std::printf("  %s: %lld cases, seed %llu%s; %s\n", printable(p.value("dir", "")).c_str(),
-                static_cast<long long>(p.value("cases", int64_t{0})), static_cast<unsigned long long>(p.value("seed", uint64_t{0})),
-                shard.c_str(), printable(p.value("stopped", "")).c_str());
+                static_cast<long long>(p.value("cases", int64_t{0})),
+                static_cast<unsigned long long>(p.value("seed", uint64_t{0})), shard.c_str(),
+                printable(p.value("stopped", "")).c_str());
   }
   std::printf("  verdicts:");
   for (auto it = m["verdicts"].begin(); it != m["verdicts"].end(); ++it)

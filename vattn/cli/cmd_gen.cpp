@@ -5,21 +5,21 @@
 #include <cstdio>
 #include <string>
 
-#include "vattn/cli/args.h"
 #include "vattn/case/bf16.h"
 #include "vattn/casefile/case_file.h"
+#include "vattn/casefile/write_target.h"
+#include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
+#include "vattn/gen/generate.h"
 #include "vattn/oracle/cpu_oracle.h"
 #include "vattn/recipe/vocab.h"
-#include "vattn/gen/generate.h"
-#include "vattn/casefile/write_target.h"
 
 namespace vattn::cli {
 
 namespace {
 
-constexpr const char* kShapeOptions[] = {"profile", "seed",  "requests", "heads", "prefix",
-                                         "drafts",  "tree",  "layout",   "poison", "scale"};
+constexpr const char* kShapeOptions[] = {"profile", "seed", "requests", "heads",  "prefix",
+                                         "drafts",  "tree", "layout",   "poison", "scale"};
 
 Args gen_args() {
   Args a("gen", "-o FILE [options]",
@@ -37,27 +37,30 @@ Args gen_args() {
       .option("drafts", "LIST", "draft tokens T_b, comma separated (>= 1)", "16")
       .option("tree", "KIND", std::string("draft tree: ") + vocab::kTreeKinds, "chain")
       .option("layout", "KIND", std::string("KV pool layout: ") + vocab::kLayouts, "scattered")
-      .flag("poison", "NaN/Inf in every pool row, draft row and query row outside every K(b,i) "
-                      "(always on for the adversarial profile)")
+      .flag("poison",
+            "NaN/Inf in every pool row, draft row and query row outside every K(b,i) "
+            "(always on for the adversarial profile)")
       .option("scale", "X", "softmax scale sm_scale", "0.1446796, Kimi K2.6 with yarn factor 64")
       .option("cases", "N", "number of cases, seeds seed..seed+N-1", "1")
       .option("recipe", "LINE", "one recipe line instead of the shape options above (see vattn info)")
       .option("model", "NAME", "optional root attribute `model`, e.g. Kimi-K2.6")
       .option("notes", "TEXT", "optional root attribute `notes`")
-      .note("Profiles: uniform U(-1,1); k26 a K2.6-like latent cache (outlier channels, attention sink at\n"
-            "token 0, RoPE pairs in the last 64 columns); adversarial logits near the float32 exp overflow\n"
-            "edge, exact ties, poison; huge all logits around +-70; ties three distinct KV rows; tiny\n"
-            "magnitudes ~1e-30 with bf16 subnormals.\n"
-            "Trees: chain, random, star, ddtree (best-first by path probability), deep, wide, padded\n"
-            "(graph-padding nodes that see nothing). Layouts: contiguous, scattered (kv_slot_ids from a\n"
-            "larger pool), reversed, sparse (pool 4x larger than needed).")
+      .note(
+          "Profiles: uniform U(-1,1); k26 a K2.6-like latent cache (outlier channels, attention sink at\n"
+          "token 0, RoPE pairs in the last 64 columns); adversarial logits near the float32 exp overflow\n"
+          "edge, exact ties, poison; huge all logits around +-70; ties three distinct KV rows; tiny\n"
+          "magnitudes ~1e-30 with bf16 subnormals.\n"
+          "Trees: chain, random, star, ddtree (best-first by path probability), deep, wide, padded\n"
+          "(graph-padding nodes that see nothing). Layouts: contiguous, scattered (kv_slot_ids from a\n"
+          "larger pool), reversed, sparse (pool 4x larger than needed).")
       .example("vattn gen -o k26.h5 --profile k26 --requests 4 --prefix 4099,0,77,70001 --drafts 16 --tree ddtree",
                "four requests, one of them with an empty prefix")
       .example("vattn gen -o chains.h5 --cases 10 --seed 100 --tree chain --prefix 1000 --drafts 17",
                "ten cases, seeds 100..109")
-      .example("vattn gen -o one.h5 --recipe \"B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered "
-               "poison=0 seed=7 scale=0.1446796 splits=3\"",
-               "re-create a case from its recipe line");
+      .example(
+          "vattn gen -o one.h5 --recipe \"B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered "
+          "poison=0 seed=7 scale=0.1446796 splits=3\"",
+          "re-create a case from its recipe line");
   return a;
 }
 
@@ -74,11 +77,14 @@ Recipe recipe_from_options(const Args& a) {
   }
   Recipe r;
   r.profile = a.get("profile", r.profile);
-  if (!vocab::is_profile(r.profile)) throw UsageError("--profile: unknown profile '" + r.profile + "' (" + vocab::kProfiles + ")");
+  if (!vocab::is_profile(r.profile))
+    throw UsageError("--profile: unknown profile '" + r.profile + "' (" + vocab::kProfiles + ")");
   r.tree = a.get("tree", r.tree);
-  if (!vocab::is_tree_kind(r.tree)) throw UsageError("--tree: unknown tree kind '" + r.tree + "' (" + vocab::kTreeKinds + ")");
+  if (!vocab::is_tree_kind(r.tree))
+    throw UsageError("--tree: unknown tree kind '" + r.tree + "' (" + vocab::kTreeKinds + ")");
   r.layout = a.get("layout", r.layout);
-  if (!vocab::is_layout(r.layout)) throw UsageError("--layout: unknown layout '" + r.layout + "' (" + vocab::kLayouts + ")");
+  if (!vocab::is_layout(r.layout))
+    throw UsageError("--layout: unknown layout '" + r.layout + "' (" + vocab::kLayouts + ")");
   r.heads = static_cast<int>(a.get_int("heads", 8, 1, vocab::kMaxHeads));
   r.poison = a.has("poison") || r.profile == "adversarial";
   const std::string seed_text = a.get("seed", "1");

@@ -29,12 +29,14 @@ Args graph_check_args() {
          "  non-blocking   run() returns at once while a gate kernel holds its stream\n"
          "  limits-host    host-known counts beyond the limits: run() refuses, writes nothing\n"
          "  limits-device  lengths/indices/splits beyond the limits in a replay: error bit, NaN rows");
-  a.option("kernel", "NAME|LIB.so", "revision: a built-in name (split-v1, split-v2) or a revision library", "split-v1", 'k')
+  a.option("kernel", "NAME|LIB.so", "revision: a built-in name (split-v1, split-v2) or a revision library", "split-v1",
+           'k')
       .option("replays", "N", "replays in the replay check", "40")
       .option("seed", "S", "seed of the generated cases", "1")
-      .note("Slot: B=4 requests, n_q<=64, T_b<=37, H=8, splits<=16, prefixes up to 4099 (clamped to the\n"
-            "revision's capabilities). Needs a CUDA device. Exit codes: 0 all passed, 1 a check failed,\n"
-            "2 bad usage, unknown --kernel or no device.")
+      .note(
+          "Slot: B=4 requests, n_q<=64, T_b<=37, H=8, splits<=16, prefixes up to 4099 (clamped to the\n"
+          "revision's capabilities). Needs a CUDA device. Exit codes: 0 all passed, 1 a check failed,\n"
+          "2 bad usage, unknown --kernel or no device.")
       .example("vattn graph-check", "the in-tree revision")
       .example("vattn graph-check --kernel build/revisions/libvattn_rev_unsafe_sync.so",
                "a revision library (this one synchronises inside run(), so checks fail; it is built\n"
@@ -71,8 +73,8 @@ int cmd_graph_check(int argc, char** argv) {
     return kExitBadInput;
   }
   const SlotShape shape = graph_check_shape(rev, opt);
-  std::printf("graph-check: kernel %s (%s); slot %s; %d replays, seed %llu\n", rev.name().c_str(),
-              rev.origin.c_str(), shape.describe().c_str(), opt.replays, static_cast<unsigned long long>(opt.seed));
+  std::printf("graph-check: kernel %s (%s); slot %s; %d replays, seed %llu\n", rev.name().c_str(), rev.origin.c_str(),
+              shape.describe().c_str(), opt.replays, static_cast<unsigned long long>(opt.seed));
   std::fflush(stdout);
   const std::vector<CheckResult> results = run_graph_checks(rev, opt);
   int passed = 0, failed = 0;

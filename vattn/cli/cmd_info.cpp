@@ -5,9 +5,9 @@
 #include <numeric>
 #include <sstream>
 
-#include "vattn/cli/args.h"
 #include "vattn/casefile/case_file.h"
 #include "vattn/casefile/isolated_reader.h"
+#include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
 
 namespace vattn::cli {
@@ -23,8 +23,8 @@ std::string lengths(const std::vector<int>& v) {
     os << ']';
   } else {
     const auto mm = std::minmax_element(v.begin(), v.end());
-    os << '[' << *mm.first << ".." << *mm.second << " over " << v.size()
-       << ", sum " << std::accumulate(v.begin(), v.end(), 0LL) << ']';
+    os << '[' << *mm.first << ".." << *mm.second << " over " << v.size() << ", sum "
+       << std::accumulate(v.begin(), v.end(), 0LL) << ']';
   }
   return os.str();
 }
@@ -53,8 +53,8 @@ std::string case_line(const Case& c) {
     for (int i = 0; i < c.drafts(b); ++i) padded += c.visible(b, i, i) ? 0 : 1;
   }
   std::ostringstream os;
-  os << "  " << printable(c.name) << "  B=" << c.num_requests() << " H=" << c.num_heads << " d_qk/d_v=" << c.d_qk << "/" << c.d_v
-     << " P=" << lengths(p) << " T=" << lengths(t);
+  os << "  " << printable(c.name) << "  B=" << c.num_requests() << " H=" << c.num_heads << " d_qk/d_v=" << c.d_qk << "/"
+     << c.d_v << " P=" << lengths(p) << " T=" << lengths(t);
   if (padded) os << " padded=" << padded;
   char scale[32];
   std::snprintf(scale, sizeof scale, "%.9g", c.sm_scale);

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "vattn/cli/args.h"
 #include "vattn/case/case.h"
 #include "vattn/casefile/case_file.h"
+#include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
 #include "vattn/fuzz/protocol/protocol.h"
 
@@ -44,8 +44,10 @@ std::string default_name(const json& finding, const std::string& recipe) {
   std::string slug;
   for (const char ch : finding.value("signature", "finding")) {
     const bool word = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'Z');
-    if (word) slug += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
-    else if (!slug.empty() && slug.back() != '-') slug += '-';
+    if (word)
+      slug += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+    else if (!slug.empty() && slug.back() != '-')
+      slug += '-';
     if (slug.size() >= 48) break;
   }
   while (!slug.empty() && slug.back() == '-') slug.pop_back();
@@ -91,7 +93,8 @@ int cmd_promote(int argc, char** argv) {
             "file's notes name the campaign, the finding, its signature and its first case. A recipe that is\n"
             "already in the corpus is not added twice.");
   args.positionals("FINDING_DIR", "a finding of a campaign: DIR/findings/NNN-<class>", 1)
-      .option("corpus", "DIR", "the regression folder", std::string(VATTN_REGRESSION_CORPUS).empty() ? "required" : VATTN_REGRESSION_CORPUS)
+      .option("corpus", "DIR", "the regression folder",
+              std::string(VATTN_REGRESSION_CORPUS).empty() ? "required" : VATTN_REGRESSION_CORPUS)
       .option("name", "NAME", "file name without .h5 (letters, digits, - _ .)", "<signature>-<hash of the recipe>")
       .flag("first", "promote the first failing case (repro.h5) instead of the shrunk one")
       .example("vattn promote night1/findings/002-wrong", "adds fixtures/regressions/wrong-vs-oracle-1a2b3c4d.h5")
@@ -105,7 +108,8 @@ int cmd_promote(int argc, char** argv) {
     if (corpus.empty()) throw UsageError("--corpus DIR is required (this vattn knows no source tree)");
     name = args.get("name");
     if (!name.empty() && !valid_name(name))
-      throw UsageError("--name '" + printable(name) + "': use letters, digits, '-', '_' and '.' (not first), at most 100");
+      throw UsageError("--name '" + printable(name) +
+                       "': use letters, digits, '-', '_' and '.' (not first), at most 100");
   } catch (const UsageError& e) {
     return args.usage_error(e.what());
   }
@@ -114,14 +118,17 @@ int cmd_promote(int argc, char** argv) {
     const std::string file_key = args.has("first") ? "repro" : "shrunk_repro";
     const std::string repro = finding.value(file_key, "");
     if (repro.empty() || repro.find('/') != std::string::npos)
-      throw InputError(finding_dir + "/finding.json", "", file_key, "names no repro file (the finding's investigation did not finish?)");
+      throw InputError(finding_dir + "/finding.json", "", file_key,
+                       "names no repro file (the finding's investigation did not finish?)");
     CaseFile f = read_case_file(finding_dir + "/" + repro);
-    if (f.cases.size() != 1) throw InputError(f.path, "", "cases", "a repro holds one case; this file has " + std::to_string(f.cases.size()));
+    if (f.cases.size() != 1)
+      throw InputError(f.path, "", "cases", "a repro holds one case; this file has " + std::to_string(f.cases.size()));
     Case c = f.cases.front();
     std::vector<StoredOutput> keep;
     for (const StoredOutput& o : c.outputs)
       if (o.producer == kOracleProducer) keep.push_back(o);
-    if (keep.empty()) throw InputError(f.path, c.name, "outputs", "has no oracle_fp64 output: nothing to hold a kernel to");
+    if (keep.empty())
+      throw InputError(f.path, c.name, "outputs", "has no oracle_fp64 output: nothing to hold a kernel to");
     c.outputs = keep;
     fs::create_directories(corpus);
     if (const std::string there = already_there(corpus, c.recipe); !there.empty() && !c.recipe.empty()) {

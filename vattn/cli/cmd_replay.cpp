@@ -6,23 +6,23 @@
 #include <memory>
 #include <set>
 
-#include "vattn/cli/args.h"
 #include "vattn/casefile/case_file.h"
 #include "vattn/casefile/isolated_reader.h"
+#include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
-#include "vattn/recipe/vocab.h"
-#include "vattn/gen/generate.h"
 #include "vattn/cli/json.h"
 #include "vattn/cli/junit.h"
 #include "vattn/cli/progress_line.h"
+#include "vattn/gen/generate.h"
+#include "vattn/recipe/vocab.h"
 #if VATTN_HAVE_CUDA
 #include "vattn/gpu/cuda_check.h"
 #include "vattn/gpu/naive_runner.h"
 #endif
+#include "vattn/check/tolerance.h"
 #include "vattn/cli/producers.h"
 #include "vattn/cli/report_file.h"
 #include "vattn/cli/stored_oracle_check.h"
-#include "vattn/check/tolerance.h"
 
 namespace vattn::cli {
 
@@ -77,7 +77,8 @@ class Replayer {
   }
 
   void replay_case(const std::string& source, const Case& c, bool from_recipe) {
-    if (verbose_) std::printf("-- %s: %s  %s\n", printable(source).c_str(), printable(c.name).c_str(), c.describe().c_str());
+    if (verbose_)
+      std::printf("-- %s: %s  %s\n", printable(source).c_str(), printable(c.name).c_str(), c.describe().c_str());
     Reference ref64, bf16;
     if (gpu_oracle_) {
 #if VATTN_HAVE_CUDA
@@ -89,7 +90,8 @@ class Replayer {
       // Both CPU oracles sweep every (row, key) once: the progress line shows their share done.
       progress_done_ = 0;
       progress_total_ = 0;
-      for (int b = 0; b < c.num_requests(); ++b) progress_total_ += 2 * int64_t{c.drafts(b)} * c.num_heads * c.prefix_len(b);
+      for (int b = 0; b < c.num_requests(); ++b)
+        progress_total_ += 2 * int64_t{c.drafts(b)} * c.num_heads * c.prefix_len(b);
       if (progress_ && progress_->enabled()) set_oracle_progress(&Replayer::on_oracle_progress, this);
       if (progress_) progress_->show(progress_prefix_ + ": oracle", true);
       ref64 = oracle_fp64(c);
@@ -146,7 +148,8 @@ class Replayer {
     }
     if (rows_.size() == before) {  // nothing checked: as unusable as a file that cannot be read
       std::printf("%-28s (nothing to compare: no stored outputs, no live producer ran)\n", printable(c.name).c_str());
-      const std::string what = source + ": case '" + c.name + "': nothing to compare (no stored outputs, no live producer ran)";
+      const std::string what =
+          source + ": case '" + c.name + "': nothing to compare (no stored outputs, no live producer ran)";
       std::fprintf(stderr, "vattn replay: %s\n", what.c_str());
       unusable_.push_back({{"input", source}, {"case", c.name}, {"message", what}});
     }
@@ -201,7 +204,8 @@ class Replayer {
       if (!c.passed) {
         for (const std::string& f : row.report.failures) c.message += (c.message.empty() ? "" : "; ") + f;
         const bool oracle = row.kind == RowKind::kStoredOracle;
-        c.detail = (oracle ? stored_oracle_detail(row.report) : row.report.detail()) + "re-run: " + rerun_line(row) + "\n";
+        c.detail =
+            (oracle ? stored_oracle_detail(row.report) : row.report.detail()) + "re-run: " + rerun_line(row) + "\n";
       }
       out.push_back(c);
     }
@@ -230,7 +234,9 @@ class Replayer {
     r->progress_done_ += work;
     char pct[32];
     std::snprintf(pct, sizeof pct, ": oracle %.0f%%",
-                  r->progress_total_ > 0 ? 100.0 * static_cast<double>(r->progress_done_) / static_cast<double>(r->progress_total_) : 100.0);
+                  r->progress_total_ > 0
+                      ? 100.0 * static_cast<double>(r->progress_done_) / static_cast<double>(r->progress_total_)
+                      : 100.0);
     r->progress_->show(r->progress_prefix_ + pct);
   }
 
@@ -272,7 +278,10 @@ class Replayer {
   }
 
   static json pos_json(const ElementPos& p) {
-    return {{"index", static_cast<int64_t>(p.index)}, {"request", p.request}, {"draft", p.draft}, {"head", p.head},
+    return {{"index", static_cast<int64_t>(p.index)},
+            {"request", p.request},
+            {"draft", p.draft},
+            {"head", p.head},
             {"column", p.column}};
   }
 
@@ -289,9 +298,14 @@ class Replayer {
       return out;
     };
     return {{"requests", list(m.by_request, [](int r) { return json(r); })},
-            {"rows", list(m.by_row, [](const std::pair<int, int>& k) { return json{{"request", k.first}, {"draft", k.second}}; })},
+            {"rows", list(m.by_row,
+                          [](const std::pair<int, int>& k) {
+                            return json{{"request", k.first}, {"draft", k.second}};
+                          })},
             {"heads", list(m.by_head, [](int h) { return json(h); })},
-            {"column_blocks", list(m.by_block, [](int b) { return json{b * OverBoundMap::kBlock, b * OverBoundMap::kBlock + OverBoundMap::kBlock - 1}; })}};
+            {"column_blocks", list(m.by_block, [](int b) {
+               return json{b * OverBoundMap::kBlock, b * OverBoundMap::kBlock + OverBoundMap::kBlock - 1};
+             })}};
   }
 
   static json row_json(const ReplayRow& row) {
@@ -300,7 +314,9 @@ class Replayer {
     return json{{"source", row.source},
                 {"case", row.case_name},
                 {"producer", row.producer},
-                {"kind", row.kind == RowKind::kLive ? "live" : oracle ? "stored_oracle" : "stored"},
+                {"kind", row.kind == RowKind::kLive ? "live"
+                         : oracle                   ? "stored_oracle"
+                                                    : "stored"},
                 {"pass", r.pass},
                 {"failures", r.failures},
                 {"worst_err_over_bound", json_number(r.worst_err_over_bound)},
@@ -354,20 +370,24 @@ Args replay_args() {
       .option("recipe", "LINE",
               "generate the case from its one-line recipe and replay it; the bf16-emulating reference "
               "is compared as its producer")
-      .option("json", "OUT", "also write a machine-readable report (docs/reports.md); '-': to stdout, the table then goes to stderr")
+      .option("json", "OUT",
+              "also write a machine-readable report (docs/reports.md); '-': to stdout, the table then goes to stderr")
       .flag("quiet", "print failures and the summary only (no PASS rows, no progress line)")
-      .option("producer", "NAME", "compare only this producer (a stored output group, e.g. serving, or kernel:split-v1)")
+      .option("producer", "NAME",
+              "compare only this producer (a stored output group, e.g. serving, or kernel:split-v1)")
       .option("junit", "FILE", "also write JUnit XML for CI systems (a testcase per case x producer)")
-      .option("kernel", "NAME|LIB.so", "kernel revision run on a GPU machine: a built-in name (split-v1, split-v2) or a revision library",
+      .option("kernel", "NAME|LIB.so",
+              "kernel revision run on a GPU machine: a built-in name (split-v1, split-v2) or a revision library",
               "split-v1", 'k')
       .option("oracle", "cpu|gpu", "reference: the float64 CPU oracle, or the naive GPU oracle (long captures)", "cpu")
       .option("splits", "N", "force the kernel's split count (0: the kernel picks; default: the recipe's splits=)")
       .flag("verbose", "print each case's shape and the full figures of every comparison, passing or not")
       .example("vattn replay fixtures/*.h5", "replay the committed fixtures")
       .example("vattn replay capture.h5 --case step000120_layer07 --json report.json", "one case, with a JSON report")
-      .example("vattn replay --recipe \"B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered "
-               "poison=0 seed=7 scale=0.1446796 splits=3\"",
-               "re-create a case from the line a test printed, and check it");
+      .example(
+          "vattn replay --recipe \"B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered "
+          "poison=0 seed=7 scale=0.1446796 splits=3\"",
+          "re-create a case from the line a test printed, and check it");
   add_case_reading_options(a);
   return a;
 }
@@ -380,7 +400,8 @@ int cmd_replay(int argc, char** argv) {
   try {
     if (!a.parse(argc, argv)) return kExitOk;
     if (a.positional().empty() && !a.has("recipe")) throw UsageError("give case files, --recipe \"LINE\", or both");
-    if (a.has("case") && a.positional().empty()) throw UsageError("--case picks a case of the case files; none were given");
+    if (a.has("case") && a.positional().empty())
+      throw UsageError("--case picks a case of the case files; none were given");
     if (a.has("recipe")) {
       try {
         recipe = Recipe::parse(a.get("recipe"));
@@ -441,8 +462,10 @@ int cmd_replay(int argc, char** argv) {
   if (a.has("kernel")) {
     const std::string why = replayer.unavailable("kernel:");
     if (!why.empty()) {
-      std::fprintf(stderr, "vattn replay: --kernel %s cannot run here (%s); without --kernel, replay checks the "
-                   "stored outputs and reports the kernel as not run\n", a.get("kernel").c_str(), why.c_str());
+      std::fprintf(stderr,
+                   "vattn replay: --kernel %s cannot run here (%s); without --kernel, replay checks the "
+                   "stored outputs and reports the kernel as not run\n",
+                   a.get("kernel").c_str(), why.c_str());
       return kExitBadInput;
     }
   }
@@ -492,7 +515,8 @@ int cmd_replay(int argc, char** argv) {
   }
 
   std::printf("replay: %d passed, %d failed\n", replayer.passed(), replayer.failed());
-  if (replayer.unusable_count() > 0) std::printf("replay: %zu input(s) unusable (see above)\n", replayer.unusable_count());
+  if (replayer.unusable_count() > 0)
+    std::printf("replay: %zu input(s) unusable (see above)\n", replayer.unusable_count());
   if (a.has("junit")) {
     const std::string why = write_report(a.get("junit"), junit_xml("vattn replay", replayer.junit_cases()));
     if (!why.empty()) {

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "vattn/cli/args.h"
 #include "vattn/case/case.h"
+#include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
 #if VATTN_HAVE_CUDA
 #include "vattn/gpu/cuda_check.h"
@@ -63,14 +63,16 @@ int cmd_timeline(int argc, char** argv) {
   try {
     rep = run_timeline(probe, opt);
   } catch (const CudaError&) {
-    throw;  // main reports CUDA failures
+    throw;                                 // main reports CUDA failures
   } catch (const std::runtime_error& e) {  // stamps that are not of one call
     std::fprintf(stderr, "vattn timeline: %s\n", e.what());
     return kExitCheckFailed;
   }
-  std::printf("%s on %s (%d SMs): B=%d T=%d (%s) P=%d H=%d, %d splits; %d calls, graph replay %.1f us (median, stamps included)\n",
-              rep.revision.c_str(), rep.device.c_str(), rep.sms, opt.batch, opt.drafts, rep.tree.c_str(), opt.prefix,
-              opt.heads, rep.splits_used, opt.calls, rep.replay_us);
+  std::printf(
+      "%s on %s (%d SMs): B=%d T=%d (%s) P=%d H=%d, %d splits; %d calls, graph replay %.1f us (median, stamps "
+      "included)\n",
+      rep.revision.c_str(), rep.device.c_str(), rep.sms, opt.batch, opt.drafts, rep.tree.c_str(), opt.prefix, opt.heads,
+      rep.splits_used, opt.calls, rep.replay_us);
   std::fputs(timeline_table(rep.summary).c_str(), stdout);
   return kExitOk;
 #endif

@@ -61,8 +61,8 @@ std::string junit_xml(const std::string& name, const std::vector<JunitCase>& cas
         continue;
       }
       const char* tag = c->error ? "error" : "failure";
-      os << ">\n      <" << tag << " message=\"" << xml_escape(c->message) << "\">" << xml_escape(c->detail) << "</" << tag
-         << ">\n    </testcase>\n";
+      os << ">\n      <" << tag << " message=\"" << xml_escape(c->message) << "\">" << xml_escape(c->detail) << "</"
+         << tag << ">\n    </testcase>\n";
     }
     os << "  </testsuite>\n";
   }

@@ -11,8 +11,8 @@
 namespace vattn::cli {
 
 struct JunitCase {
-  std::string suite;    // the input file ("recipe" for --recipe)
-  std::string name;     // "case / producer"
+  std::string suite;  // the input file ("recipe" for --recipe)
+  std::string name;   // "case / producer"
   bool passed = true;
   bool error = false;   // the input was unusable (an <error>, not a <failure>)
   std::string message;  // one line

@@ -6,8 +6,8 @@
 #include <exception>
 #include <string>
 
-#include "vattn/cli/commands.h"
 #include "vattn/casefile/read_watchdog.h"
+#include "vattn/cli/commands.h"
 
 namespace {
 
@@ -22,7 +22,8 @@ const Subcommand kSubcommands[] = {
     {"info", vattn::cli::cmd_info, "one line per case: shapes, lengths, stored producers"},
     {"replay", vattn::cli::cmd_replay, "validate a case file, recompute, compare every stored output"},
     {"bench", vattn::cli::cmd_bench, "time a kernel revision against a roofline measured in the same run (GPU)"},
-    {"bench-compare", vattn::cli::cmd_bench_compare, "set revisions against a base across bench reports (both orders, several runs)"},
+    {"bench-compare", vattn::cli::cmd_bench_compare,
+     "set revisions against a base across bench reports (both orders, several runs)"},
     {"timeline", vattn::cli::cmd_timeline, "where one call's time goes inside the kernels (a timing-probe build, GPU)"},
     {"graph-check", vattn::cli::cmd_graph_check, "CUDA-graph safety checks of a kernel revision (GPU)"},
     {"fuzz", vattn::cli::cmd_fuzz, "overnight fuzz campaign: isolated workers, findings shrunk, resumable"},

@@ -48,7 +48,7 @@ class LiveProducer {
 
 // What the command line asked for; GPU options (kernel revision, oracle choice) go here too.
 struct ProducerOptions {
-  bool bf16_reference = false;  // compare the bf16-emulating reference itself (replay --recipe)
+  bool bf16_reference = false;      // compare the bf16-emulating reference itself (replay --recipe)
   std::string kernel = "split-v1";  // kernel revision: built-in name or revision library path
   std::string oracle = "cpu";       // reference: "cpu" (float64) or "gpu" (naive GPU oracle)
 };

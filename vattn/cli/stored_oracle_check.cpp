@@ -61,8 +61,8 @@ CompareReport check_stored_oracle(const Case& c, const Reference& ref64, const S
 
   if (r.elements_over_bound > 0) {
     fail << "out_bound: " << r.elements_over_bound << " elements over the float32-storage bound, worst err/bound "
-         << r.worst_err_over_bound << " at " << describe_position(c.name, r.worst) << " (stored " << r.worst_value << ", oracle "
-         << r.worst_ref << ", bound " << r.worst_bound << ")";
+         << r.worst_err_over_bound << " at " << describe_position(c.name, r.worst) << " (stored " << r.worst_value
+         << ", oracle " << r.worst_ref << ", bound " << r.worst_bound << ")";
     r.failures.push_back(fail.str());
     fail.str("");
   }
@@ -84,8 +84,9 @@ CompareReport check_stored_oracle(const Case& c, const Reference& ref64, const S
     fail.str("");
   }
   if (r.ref_norm == 0 && c.any_row_has_keys()) {  // the same rule as compare() in vattn/check/tolerance.cpp
-    r.failures.push_back("ref_norm: the recomputed oracle output is all zero (or non-finite) though some rows have "
-                         "keys; the comparison could not fail");
+    r.failures.push_back(
+        "ref_norm: the recomputed oracle output is all zero (or non-finite) though some rows have "
+        "keys; the comparison could not fail");
   }
   r.pass = r.failures.empty();
   return r;

@@ -10,8 +10,8 @@
 #pragma once
 
 #include "vattn/case/case.h"
-#include "vattn/oracle/cpu_oracle.h"
 #include "vattn/check/tolerance.h"
+#include "vattn/oracle/cpu_oracle.h"
 
 namespace vattn::cli {
 

@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "vattn/case/case.h"
-#include "vattn/recipe/vocab.h"
 #include "vattn/gen/gen_rng.h"
+#include "vattn/recipe/vocab.h"
 
 namespace vattn::gen {
 
@@ -39,7 +39,8 @@ void blocks_in_order(const std::vector<int>& prefix, bool gaps, Rng& rng, PoolLa
 }  // namespace
 
 PoolLayout make_layout(const std::string& kind, const std::vector<int>& prefix, bool gaps, uint64_t seed) {
-  if (!vocab::is_layout(kind)) throw InputError("", "", "layout", "unknown layout '" + kind + "' (" + vocab::kLayouts + ")");
+  if (!vocab::is_layout(kind))
+    throw InputError("", "", "layout", "unknown layout '" + kind + "' (" + vocab::kLayouts + ")");
   Rng rng(seed, kLayoutStream);
   int64_t tokens = 0;
   for (int p : prefix) tokens += p;

@@ -21,7 +21,8 @@ constexpr uint64_t splitmix_finalize(uint64_t z) {
 // changing one part of a recipe (the layout, say) leaves the other tensors unchanged.
 class Rng {
  public:
-  Rng(uint64_t seed, uint64_t stream) : state_(splitmix_finalize(seed ^ splitmix_finalize(stream + 0x632be59bd9b4e019ull))) {}
+  Rng(uint64_t seed, uint64_t stream)
+      : state_(splitmix_finalize(seed ^ splitmix_finalize(stream + 0x632be59bd9b4e019ull))) {}
 
   uint64_t next() {
     state_ += 0x9e3779b97f4a7c15ull;
@@ -67,17 +68,34 @@ inline void sincos_det(double x, double& s, double& c) {
   const double r = (x - k * kPio2Hi) - k * kPio2Lo;
   const double r2 = r * r;
   const double sr =
-      r * (1.0 + r2 * (-1.0 / 6 + r2 * (1.0 / 120 + r2 * (-1.0 / 5040 + r2 * (1.0 / 362880 + r2 * (-1.0 / 39916800 +
-          r2 * (1.0 / 6227020800.0 + r2 * (-1.0 / 1307674368000.0))))))));
+      r * (1.0 + r2 * (-1.0 / 6 +
+                       r2 * (1.0 / 120 +
+                             r2 * (-1.0 / 5040 + r2 * (1.0 / 362880 + r2 * (-1.0 / 39916800 +
+                                                                            r2 * (1.0 / 6227020800.0 +
+                                                                                  r2 * (-1.0 / 1307674368000.0))))))));
   const double cr =
-      1.0 + r2 * (-0.5 + r2 * (1.0 / 24 + r2 * (-1.0 / 720 + r2 * (1.0 / 40320 + r2 * (-1.0 / 3628800 +
-          r2 * (1.0 / 479001600.0 + r2 * (-1.0 / 87178291200.0)))))));
+      1.0 + r2 * (-0.5 + r2 * (1.0 / 24 +
+                               r2 * (-1.0 / 720 +
+                                     r2 * (1.0 / 40320 + r2 * (-1.0 / 3628800 + r2 * (1.0 / 479001600.0 +
+                                                                                      r2 * (-1.0 / 87178291200.0)))))));
   const int64_t quadrant = static_cast<int64_t>(k) & 3;
   switch (quadrant) {
-    case 0: s = sr; c = cr; break;
-    case 1: s = cr; c = -sr; break;
-    case 2: s = -sr; c = -cr; break;
-    default: s = -cr; c = sr; break;
+    case 0:
+      s = sr;
+      c = cr;
+      break;
+    case 1:
+      s = cr;
+      c = -sr;
+      break;
+    case 2:
+      s = -sr;
+      c = -cr;
+      break;
+    default:
+      s = -cr;
+      c = sr;
+      break;
   }
 }
 

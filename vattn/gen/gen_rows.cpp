@@ -40,8 +40,8 @@ VATTN_GEN_CLONES void fill_near(Rng& rng, double scale, const double* centre, do
   for (int d = 0; d < n; ++d) row[d] = double_to_bf16(scale * (centre[d] + rng.uniform(lo, hi)));
 }
 
-VATTN_GEN_CLONES void fill_rope(double pos, const double* theta, const double* amp, const double* phase,
-                                uint16_t* row, int pairs) {
+VATTN_GEN_CLONES void fill_rope(double pos, const double* theta, const double* amp, const double* phase, uint16_t* row,
+                                int pairs) {
   for (int i = 0; i < pairs; ++i) {
     double s, c;
     sincos_det(phase ? pos * theta[i] + phase[i] : pos * theta[i], s, c);

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <queue>
 
-#include "vattn/recipe/vocab.h"
 #include "vattn/gen/gen_rng.h"
 #include "vattn/gen/generate.h"
+#include "vattn/recipe/vocab.h"
 
 namespace vattn {
 
@@ -68,7 +68,8 @@ std::vector<int32_t> ddtree(int t, gen::Rng& rng) {
 }  // namespace
 
 std::vector<int32_t> make_tree(const std::string& kind, int t, uint64_t seed) {
-  if (!vocab::is_tree_kind(kind)) throw InputError("", "", "tree", "unknown tree kind '" + kind + "' (" + vocab::kTreeKinds + ")");
+  if (!vocab::is_tree_kind(kind))
+    throw InputError("", "", "tree", "unknown tree kind '" + kind + "' (" + vocab::kTreeKinds + ")");
   if (t < 1) throw InputError("", "", "T", "a draft tree needs at least 1 node, got " + std::to_string(t));
   gen::Rng rng(seed, kTreeStream);
   const auto n = static_cast<size_t>(t);

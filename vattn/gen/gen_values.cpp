@@ -75,7 +75,9 @@ class HugeProfile : public StreamedProfile {
   void filler_row(uint16_t* row) override { near_sign(fill_, key_scale_, row); }
 
  private:
-  void near_sign(Rng& rng, double scale, uint16_t* row) const { fill_near(rng, scale, sign_, -0.5, 0.5, row, kRowDims); }
+  void near_sign(Rng& rng, double scale, uint16_t* row) const {
+    fill_near(rng, scale, sign_, -0.5, 0.5, row, kRowDims);
+  }
   double key_scale_;
   double sign_[kRowDims];
 };
@@ -90,7 +92,8 @@ class AdversarialProfile : public StreamedProfile {
     for (size_t b = 0; b < r.prefix.size(); ++b) {
       const int p = r.prefix[b];
       const int count = p == 0 ? 0 : 1 + static_cast<int>(setup_.below(3));
-      for (int k = 0; k < count; ++k) huge_tokens_.insert({static_cast<int>(b), static_cast<int>(setup_.below(static_cast<uint64_t>(p)))});
+      for (int k = 0; k < count; ++k)
+        huge_tokens_.insert({static_cast<int>(b), static_cast<int>(setup_.below(static_cast<uint64_t>(p)))});
     }
   }
   void prefix_row(int b, int p, uint16_t* row) override {
@@ -119,18 +122,22 @@ class AdversarialProfile : public StreamedProfile {
   void finish(Case& c, const PoolLayout& L) override {
     const size_t dqk = static_cast<size_t>(c.d_qk), H = static_cast<size_t>(c.num_heads);
     const auto row_copy = [dqk](std::vector<uint16_t>& t, size_t from, size_t to) {
-      std::copy(t.begin() + static_cast<std::ptrdiff_t>(from * dqk), t.begin() + static_cast<std::ptrdiff_t>((from + 1) * dqk),
+      std::copy(t.begin() + static_cast<std::ptrdiff_t>(from * dqk),
+                t.begin() + static_cast<std::ptrdiff_t>((from + 1) * dqk),
                 t.begin() + static_cast<std::ptrdiff_t>(to * dqk));
     };
     for (int b = 0; b < c.num_requests(); ++b) {
       const size_t t0 = static_cast<size_t>(c.kv_indptr[b]);
       const int P = c.prefix_len(b), T = c.drafts(b);
-      if (P >= 2) row_copy(c.kv_pool, static_cast<size_t>(L.row_of_token[t0]), static_cast<size_t>(L.row_of_token[t0 + P - 1]));
-      if (P >= 4) row_copy(c.kv_pool, static_cast<size_t>(L.row_of_token[t0 + 1]), static_cast<size_t>(L.row_of_token[t0 + 2]));
+      if (P >= 2)
+        row_copy(c.kv_pool, static_cast<size_t>(L.row_of_token[t0]), static_cast<size_t>(L.row_of_token[t0 + P - 1]));
+      if (P >= 4)
+        row_copy(c.kv_pool, static_cast<size_t>(L.row_of_token[t0 + 1]), static_cast<size_t>(L.row_of_token[t0 + 2]));
       const size_t q0 = static_cast<size_t>(c.qo_indptr[b]);
       if (T >= 3) row_copy(c.kv_draft, q0 + 1, q0 + 2);
       if (T >= 2) {  // two draft nodes asking the same question of different key sets
-        std::copy(c.q.begin() + static_cast<std::ptrdiff_t>(q0 * H * dqk), c.q.begin() + static_cast<std::ptrdiff_t>((q0 + 1) * H * dqk),
+        std::copy(c.q.begin() + static_cast<std::ptrdiff_t>(q0 * H * dqk),
+                  c.q.begin() + static_cast<std::ptrdiff_t>((q0 + 1) * H * dqk),
                   c.q.begin() + static_cast<std::ptrdiff_t>((q0 + 1) * H * dqk));
       }
     }

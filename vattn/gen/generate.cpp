@@ -7,10 +7,10 @@
 #include <limits>
 
 #include "vattn/case/bf16.h"
-#include "vattn/recipe/vocab.h"
 #include "vattn/gen/gen_layout.h"
 #include "vattn/gen/gen_rng.h"
 #include "vattn/gen/gen_values.h"
+#include "vattn/recipe/vocab.h"
 
 namespace vattn {
 
@@ -29,20 +29,23 @@ void poison_row(uint16_t* row, size_t n, uint64_t salt) {
 void check_recipe(const Recipe& r) {
   if (r.prefix.empty()) throw InputError("", "", "P", "no requests (empty prefix list)");
   if (r.prefix.size() != r.drafts.size()) {
-    throw InputError("", "", "T", std::to_string(r.drafts.size()) + " draft counts for " +
-                                      std::to_string(r.prefix.size()) + " prefix lengths");
+    throw InputError(
+        "", "", "T",
+        std::to_string(r.drafts.size()) + " draft counts for " + std::to_string(r.prefix.size()) + " prefix lengths");
   }
   if (r.heads < 1) throw InputError("", "", "H", "must be >= 1");
   for (size_t b = 0; b < r.prefix.size(); ++b) {
     if (r.prefix[b] < 0) throw InputError("", "", "P", "request " + std::to_string(b) + " has a negative prefix");
     if (r.drafts[b] < 1 || r.drafts[b] > vocab::kMaxDrafts) {
-      throw InputError("", "", "T", "request " + std::to_string(b) + " needs 1.." + std::to_string(vocab::kMaxDrafts) +
-                                        " drafts, got " + std::to_string(r.drafts[b]));
+      throw InputError("", "", "T",
+                       "request " + std::to_string(b) + " needs 1.." + std::to_string(vocab::kMaxDrafts) +
+                           " drafts, got " + std::to_string(r.drafts[b]));
     }
   }
   int64_t total = 0;
   for (int p : r.prefix) total += p;
-  if (total > std::numeric_limits<int32_t>::max()) throw InputError("", "", "P", "total prefix length exceeds int32 (kv_indptr)");
+  if (total > std::numeric_limits<int32_t>::max())
+    throw InputError("", "", "P", "total prefix length exceeds int32 (kv_indptr)");
   if (!vocab::is_tree_kind(r.tree)) throw InputError("", "", "tree", "unknown tree kind '" + r.tree + "'");
   if (!vocab::is_profile(r.profile)) throw InputError("", "", "profile", "unknown profile '" + r.profile + "'");
   if (!vocab::is_layout(r.layout)) throw InputError("", "", "layout", "unknown layout '" + r.layout + "'");
@@ -82,8 +85,9 @@ Case generate_case(const Recipe& r, const std::string& name) {
   const double rows_bound = r.layout == "sparse" ? 4 * tokens + 16 : tokens * 1.125 + 3.0 * (B + 1) + 2;
   const double bytes = 2.0 * (rows_bound * dqk + n_q * (H + 1) * dqk) + mask_bytes;
   if (bytes > kMaxCaseBytes) {
-    throw InputError("", "", "P", "the case would hold " + std::to_string(bytes / (1ull << 30)) +
-                                      " GiB of tensors; the generator's limit is 16 GiB");
+    throw InputError("", "", "P",
+                     "the case would hold " + std::to_string(bytes / (1ull << 30)) +
+                         " GiB of tensors; the generator's limit is 16 GiB");
   }
 
   c.qo_indptr.assign(1, 0);

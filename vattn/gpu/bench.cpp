@@ -9,8 +9,8 @@
 
 #include "vattn/gpu/bench_case.h"
 #include "vattn/gpu/bench_kernels.h"
-#include "vattn/gpu/gate_kernel.h"
 #include "vattn/gpu/device_buffer.h"
+#include "vattn/gpu/gate_kernel.h"
 #include "vattn/gpu/revision.h"
 
 namespace vattn {
@@ -115,13 +115,16 @@ std::string bench_table(const BenchReport& r) {
   char line[320];
   std::string names;
   for (const auto& k : r.kernels) names += (names.empty() ? "" : ", ") + k;
-  std::snprintf(line, sizeof line, "device %s (%d SMs), %s %s; ceilings measured now: copy %.0f GB/s, mma.sync bf16 %.0f TFLOP/s\n",
+  std::snprintf(line, sizeof line,
+                "device %s (%d SMs), %s %s; ceilings measured now: copy %.0f GB/s, mma.sync bf16 %.0f TFLOP/s\n",
                 r.device.c_str(), r.sms, r.kernels.size() > 1 ? "kernels" : "kernel", names.c_str(), r.copy_gbps,
                 r.mma_tflops);
   os << line;
   const bool several = r.kernels.size() > 1;
-  os << (several ? "kernel     " : "") << "    B     T tree        P  splits   eager_us   graph_us  queued_us    GB/s  TFLOP/s  roofline_us  %roof(eager)"
-        "  %roof(graph)  %roof(queued)" << (several ? "  graph vs " + r.kernels[0] : "") << "\n";
+  os << (several ? "kernel     " : "")
+     << "    B     T tree        P  splits   eager_us   graph_us  queued_us    GB/s  TFLOP/s  roofline_us  %roof(eager)"
+        "  %roof(graph)  %roof(queued)"
+     << (several ? "  graph vs " + r.kernels[0] : "") << "\n";
   double first_graph = 0;
   for (const auto& x : r.rows) {
     const double t = x.graph_us;
@@ -133,8 +136,8 @@ std::string bench_table(const BenchReport& r) {
     std::snprintf(line, sizeof line,
                   "%5d %5d %-6s %7d %6d %10.1f %10.1f %10.1f %7.0f %8.1f %12.2f %12.1f%% %12.1f%% %13.1f%%", x.batch,
                   x.drafts, x.tree.c_str(), x.prefix, x.splits_used, x.eager_us, x.graph_us, x.queued_us,
-                  x.bytes / (t * 1e-6) / 1e9, x.flops / (t * 1e-6) / 1e12, x.roofline_us, 100 * x.roofline_us / x.eager_us,
-                  100 * x.roofline_us / t, 100 * x.roofline_us / x.queued_us);
+                  x.bytes / (t * 1e-6) / 1e9, x.flops / (t * 1e-6) / 1e12, x.roofline_us,
+                  100 * x.roofline_us / x.eager_us, 100 * x.roofline_us / t, 100 * x.roofline_us / x.queued_us);
     os << line;
     if (several) {  // > 1: faster than the first revision on this case
       std::snprintf(line, sizeof line, "  %8.2fx", first_graph / t);

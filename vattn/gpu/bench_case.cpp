@@ -6,8 +6,8 @@
 
 #include <cuda_runtime.h>
 
-#include "vattn/gpu/bench_kernels.h"
 #include "vattn/gen/generate.h"
+#include "vattn/gpu/bench_kernels.h"
 
 namespace vattn {
 namespace {
@@ -82,7 +82,8 @@ BenchCase make_bench_case(const Revision& rev, int batch, int drafts, int prefix
   c.limits.num_heads = H;
   c.limits.max_splits = max_splits;
   size_t ws_bytes = 0;
-  if (rev.api->workspace_size(&c.limits, &ws_bytes) != VATTN_OK) throw CudaError("workspace_size refused the bench limits");
+  if (rev.api->workspace_size(&c.limits, &ws_bytes) != VATTN_OK)
+    throw CudaError("workspace_size refused the bench limits");
   c.workspace = DeviceBuffer("workspace", ws_bytes);
 
   c.args.resize(c.sets);

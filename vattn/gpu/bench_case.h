@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/vattn_abi.h"
 #include "vattn/gpu/device_buffer.h"
 #include "vattn/gpu/revision.h"
-#include "kernels/vattn_abi.h"
 
 namespace vattn {
 

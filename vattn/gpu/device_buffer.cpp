@@ -47,7 +47,8 @@ cudaError_t with_memory_wait(const std::string& what, size_t bytes, const std::f
       [&](std::chrono::milliseconds d, std::chrono::milliseconds waited) {
         if (waited.count() == 0) {
           const std::string size = bytes > 0 ? " (" + std::to_string(bytes) + " B)" : "";
-          std::fprintf(stderr, "vattn: device memory full for '%s'%s: waiting up to %lld s for other processes to free some\n",
+          std::fprintf(stderr,
+                       "vattn: device memory full for '%s'%s: waiting up to %lld s for other processes to free some\n",
                        what.c_str(), size.c_str(), static_cast<long long>(w.budget.count() / 1000));
         }
         std::this_thread::sleep_for(d);
@@ -57,8 +58,8 @@ cudaError_t with_memory_wait(const std::string& what, size_t bytes, const std::f
 DeviceBuffer::DeviceBuffer(std::string name, size_t bytes) : name_(std::move(name)), bytes_(bytes) {
   // The user region starts 256-aligned (cudaMalloc aligns the base; the guard is a multiple).
   const size_t padded = (bytes + 255) / 256 * 256;
-  VATTN_CUDA(with_memory_wait(name_, padded + 2 * kGuardBytes,
-                              [&] { return cudaMalloc(&base_, padded + 2 * kGuardBytes); }));
+  VATTN_CUDA(
+      with_memory_wait(name_, padded + 2 * kGuardBytes, [&] { return cudaMalloc(&base_, padded + 2 * kGuardBytes); }));
   user_ = base_ + kGuardBytes;
   VATTN_CUDA(cudaMemset(base_, kCanary, kGuardBytes));
   VATTN_CUDA(cudaMemset(base_ + kGuardBytes + bytes, kCanary, padded - bytes + kGuardBytes));
@@ -85,8 +86,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 }
 
 void DeviceBuffer::upload(const void* host, size_t bytes) {
-  if (bytes > bytes_) throw CudaError("upload of " + std::to_string(bytes) + " B into '" + name_ + "' of " +
-                                      std::to_string(bytes_) + " B");
+  if (bytes > bytes_)
+    throw CudaError("upload of " + std::to_string(bytes) + " B into '" + name_ + "' of " + std::to_string(bytes_) +
+                    " B");
   VATTN_CUDA(cudaMemcpy(user_, host, bytes, cudaMemcpyHostToDevice));
 }
 

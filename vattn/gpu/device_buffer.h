@@ -39,7 +39,9 @@ class DeviceBuffer {
 
   void* data() const { return user_; }
   template <class T>
-  T* as() const { return static_cast<T*>(user_); }
+  T* as() const {
+    return static_cast<T*>(user_);
+  }
   size_t bytes() const { return bytes_; }
   const std::string& name() const { return name_; }
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/vattn_abi.h"
 #include "vattn/case/case.h"
 #include "vattn/gpu/device_buffer.h"
 #include "vattn/oracle/gpu_naive_oracle.h"
-#include "kernels/vattn_abi.h"
 
 namespace vattn {
 

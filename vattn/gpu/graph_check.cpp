@@ -144,7 +144,8 @@ std::vector<CheckResult> run_graph_checks(const Revision& rev, const GraphCheckO
   try {
     env.shape = graph_check_shape(rev, opt);
     vattn_caps caps{};
-    if (rev.api->capabilities && rev.api->capabilities(&caps) == VATTN_OK) env.declared_memsets = caps.declared_memset_nodes;
+    if (rev.api->capabilities && rev.api->capabilities(&caps) == VATTN_OK)
+      env.declared_memsets = caps.declared_memset_nodes;
     env.slot = std::make_unique<GraphSlot>(rev, env.shape, "slot-a");
   } catch (const std::exception& e) {
     setup_problem = std::string("setup failed: ") + e.what();

@@ -17,20 +17,20 @@
 namespace vattn {
 
 struct GraphCheckOptions {
-  int replays = 40;              // check "replay"
+  int replays = 40;  // check "replay"
   uint64_t seed = 1;
-  int two_graph_rounds = 6;      // check "two-graphs"
-  int memory_iterations = 16;    // eager runs and replays between the two cudaMemGetInfo reads
-  unsigned gate_us = 200000;     // how long the gate kernel holds the stream
-  double max_run_ms = 20.0;      // run() must return within this while the gate holds the stream
+  int two_graph_rounds = 6;    // check "two-graphs"
+  int memory_iterations = 16;  // eager runs and replays between the two cudaMemGetInfo reads
+  unsigned gate_us = 200000;   // how long the gate kernel holds the stream
+  double max_run_ms = 20.0;    // run() must return within this while the gate holds the stream
   // Slot shape, clamped to the revision's capabilities.
   int requests = 4;
   int heads = 8;
-  int max_drafts = 37;           // limits.max_drafts_per_request (two mask words per row)
-  int total_drafts = 64;         // limits.max_total_drafts
+  int max_drafts = 37;    // limits.max_drafts_per_request (two mask words per row)
+  int total_drafts = 64;  // limits.max_total_drafts
   int max_splits = 16;
   int max_prefix = 4099;
-  std::FILE* progress = nullptr; // one line per check as it starts, when set
+  std::FILE* progress = nullptr;  // one line per check as it starts, when set
 };
 
 struct CheckResult {

@@ -71,8 +71,9 @@ CheckResult check_memory(Env& env) {
   }
   VATTN_CUDA(cudaStreamSynchronize(slot.stream()));
   const size_t after = free_bytes();
-  const std::string what = std::to_string(n) + " eager runs" + (env.has_graph() ? " and " + std::to_string(n) + " replays" : "") +
-                           ": free device memory " + std::to_string(before) + " B before, " + std::to_string(after) + " B after";
+  const std::string what = std::to_string(n) + " eager runs" +
+                           (env.has_graph() ? " and " + std::to_string(n) + " replays" : "") + ": free device memory " +
+                           std::to_string(before) + " B before, " + std::to_string(after) + " B after";
   if (before != after) {
     const long long diff = static_cast<long long>(before) - static_cast<long long>(after);
     r.detail = what + " (" + std::to_string(diff) + " B " + (diff > 0 ? "taken" : "given back") +
@@ -250,8 +251,8 @@ CheckResult check_limits_device(Env& env) {
     bad.kv_indices[static_cast<size_t>(bad.kv_indptr[static_cast<size_t>(victim)] + 2)] =
         static_cast<int32_t>(s.pool_rows() + 5);
     for (int splits : {1, std::min(3, s.limits.max_splits)})
-      breaches.push_back({"kv index past the pool, splits " + std::to_string(splits), bad, splits,
-                          VATTN_DEVERR_KV_INDEX, victim});
+      breaches.push_back(
+          {"kv index past the pool, splits " + std::to_string(splits), bad, splits, VATTN_DEVERR_KV_INDEX, victim});
   }
   breaches.push_back({"forced splits " + std::to_string(s.limits.max_splits + 1) + " > max_splits", base,
                       s.limits.max_splits + 1, VATTN_DEVERR_SPLITS, -1});

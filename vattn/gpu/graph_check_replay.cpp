@@ -52,8 +52,8 @@ std::string row_name(const GraphSlot& slot, int64_t row) {
   const int64_t token = row / H, head = row % H;
   const auto& qo = slot.loaded_qo_indptr();
   if (qo.empty() || token >= qo.back())
-    return "padding row " + std::to_string(token) + " (past qo_indptr[B] = " +
-           std::to_string(qo.empty() ? 0 : qo.back()) + ") head " + std::to_string(head);
+    return "padding row " + std::to_string(token) +
+           " (past qo_indptr[B] = " + std::to_string(qo.empty() ? 0 : qo.back()) + ") head " + std::to_string(head);
   const int b = static_cast<int>(std::upper_bound(qo.begin(), qo.end(), static_cast<int32_t>(token)) - qo.begin()) - 1;
   return "token " + std::to_string(token) + " (request " + std::to_string(b) + ", draft " +
          std::to_string(token - qo[static_cast<size_t>(b)]) + ") head " + std::to_string(head);
@@ -130,8 +130,10 @@ CheckResult check_replay(Env& env) {
     for (int p : recipe.prefix) longest = std::max(longest, p);
   }
   r.pass = true;
-  r.detail = std::to_string(n) + " replays of one graph captured with P<=17, T<=3 bitwise equal eager runs (prefixes "
-             "up to " + std::to_string(longest) + ", " + std::to_string(auto_splits) + " with the kernel's split count, " +
+  r.detail = std::to_string(n) +
+             " replays of one graph captured with P<=17, T<=3 bitwise equal eager runs (prefixes "
+             "up to " +
+             std::to_string(longest) + ", " + std::to_string(auto_splits) + " with the kernel's split count, " +
              std::to_string(forced) + " forced 1.." + std::to_string(env.shape.limits.max_splits) + ")";
   return r;
 }
@@ -182,7 +184,8 @@ CheckResult check_two_graphs(Env& env) {
     }
   }
   r.pass = true;
-  r.detail = std::to_string(rounds) + " rounds of two graphs (own slots and workspaces) launched together on two "
+  r.detail = std::to_string(rounds) +
+             " rounds of two graphs (own slots and workspaces) launched together on two "
              "streams, each bitwise equal to its eager run";
   return r;
 }

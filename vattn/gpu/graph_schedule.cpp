@@ -38,7 +38,8 @@ void fit_total(std::vector<int>& drafts, int64_t n_q, gen::Rng& rng) {
   for (int guard = 0; excess > 0 && guard < 1 << 20; ++guard) {
     int& t = drafts[rng.below(drafts.size())];
     if (t <= 1) continue;
-    const int cut = static_cast<int>(std::min<int64_t>(excess, 1 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(t - 1)))));
+    const int cut =
+        static_cast<int>(std::min<int64_t>(excess, 1 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(t - 1)))));
     t -= cut;
     excess -= cut;
   }

@@ -26,8 +26,8 @@ int64_t SlotShape::mask_words() const {
 std::string SlotShape::describe() const {
   std::ostringstream os;
   os << "B=" << limits.max_requests << " n_q<=" << limits.max_total_drafts << " T<=" << limits.max_drafts_per_request
-     << " H=" << limits.num_heads << " splits<=" << limits.max_splits << " P<=" << max_prefix
-     << " pool=" << pool_rows() << " rows";
+     << " H=" << limits.num_heads << " splits<=" << limits.max_splits << " P<=" << max_prefix << " pool=" << pool_rows()
+     << " rows";
   return os.str();
 }
 
@@ -228,7 +228,8 @@ Capture GraphSlot::capture() {
 
   std::string p;
   auto add = [&p](const std::string& s2) { p += (p.empty() ? "" : "; ") + s2; };
-  if (c.status != VATTN_OK) add(std::string("run() returned '") + rev_.api->status_string(c.status) + "' while capturing");
+  if (c.status != VATTN_OK)
+    add(std::string("run() returned '") + rev_.api->status_string(c.status) + "' while capturing");
   if (inside != cudaSuccess) add(std::string("CUDA error raised inside run(): ") + cudaGetErrorName(inside));
   if (query != cudaSuccess) {
     add(std::string("cudaStreamIsCapturing: ") + cudaGetErrorName(query));

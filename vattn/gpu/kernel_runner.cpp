@@ -11,11 +11,12 @@ namespace vattn {
 std::string RunResult::problem(const vattn_revision* api) const {
   std::string s;
   if (status != VATTN_OK) s += std::string("run() returned ") + (api ? api->status_string(status) : "an error") + "; ";
-  if (device_error) s += "device error word 0x" + [&] {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%x", device_error);
-    return std::string(buf);
-  }() + "; ";
+  if (device_error)
+    s += "device error word 0x" + [&] {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%x", device_error);
+      return std::string(buf);
+    }() + "; ";
   for (const auto& g : guard_violations) s += g + "; ";
   return s;
 }

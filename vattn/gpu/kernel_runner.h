@@ -16,9 +16,9 @@ namespace vattn {
 
 struct RunResult {
   vattn_status status = VATTN_OK;
-  uint32_t device_error = 0;           // VATTN_DEVERR_* bits from the workspace
-  uint32_t splits_used = 0;            // workspace word 1: largest split count used
-  std::vector<float> out, lse;         // widened outputs
+  uint32_t device_error = 0;    // VATTN_DEVERR_* bits from the workspace
+  uint32_t splits_used = 0;     // workspace word 1: largest split count used
+  std::vector<float> out, lse;  // widened outputs
   std::vector<std::string> guard_violations;
   bool ok() const { return status == VATTN_OK && device_error == 0 && guard_violations.empty(); }
   std::string problem(const vattn_revision* api) const;  // "" when ok()

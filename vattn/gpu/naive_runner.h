@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "vattn/oracle/cpu_oracle.h"
 #include "vattn/gpu/device_case.h"
+#include "vattn/oracle/cpu_oracle.h"
 
 namespace vattn {
 

@@ -14,7 +14,8 @@ std::vector<std::string> builtin_revision_names() { return {"split-v1", "split-v
 
 Revision load_revision(const std::string& spec) {
   Revision r;
-  const bool is_path = spec.find('/') != std::string::npos || (spec.size() > 3 && spec.substr(spec.size() - 3) == ".so");
+  const bool is_path =
+      spec.find('/') != std::string::npos || (spec.size() > 3 && spec.substr(spec.size() - 3) == ".so");
   if (!is_path) {
     if (spec == "split-v1" || spec == "split-v2") {
       r.api = spec == "split-v1" ? vattn_revision_split_v1() : vattn_revision_split_v2();
@@ -23,8 +24,9 @@ Revision load_revision(const std::string& spec) {
     }
     std::string known;
     for (const auto& n : builtin_revision_names()) known += (known.empty() ? "" : ", ") + n;
-    throw InputError("", "", "--kernel", "unknown revision '" + spec + "' (built in: " + known +
-                                            "; or give a path to a revision library .so)");
+    throw InputError(
+        "", "", "--kernel",
+        "unknown revision '" + spec + "' (built in: " + known + "; or give a path to a revision library .so)");
   }
   // A bare file name is the file here: dlopen would search the system's library paths for it, so
   // `--kernel mine.so` would miss ./mine.so, or load another library of that name.
@@ -37,9 +39,9 @@ Revision load_revision(const std::string& spec) {
   r.api = fn();
   if (!r.api || r.api->abi_version != VATTN_ABI_VERSION || !r.api->run || !r.api->workspace_size ||
       !r.api->capabilities) {
-    throw InputError(spec, "", "--kernel", "revision speaks ABI version " +
-                                               std::to_string(r.api ? r.api->abi_version : -1) + ", the suite speaks " +
-                                               std::to_string(VATTN_ABI_VERSION));
+    throw InputError(spec, "", "--kernel",
+                     "revision speaks ABI version " + std::to_string(r.api ? r.api->abi_version : -1) +
+                         ", the suite speaks " + std::to_string(VATTN_ABI_VERSION));
   }
   r.origin = spec;
   return r;

@@ -13,7 +13,7 @@ namespace vattn {
 
 struct Revision {
   const vattn_revision* api = nullptr;
-  std::string origin;           // "built-in" or the library path
+  std::string origin;             // "built-in" or the library path
   std::shared_ptr<void> library;  // keeps a loaded library open
   std::string name() const { return api ? api->name : "?"; }
 };

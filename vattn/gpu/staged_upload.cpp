@@ -34,7 +34,7 @@ void StagedUpload::copy(void* dst, const void* host, size_t bytes) {
     const int h = next_;
     next_ ^= 1;
     VATTN_CUDA(cudaEventSynchronize(free_[h]));  // this half's previous copy is done
-    std::memcpy(staging_[h], src, n);             // while the other half is on its way
+    std::memcpy(staging_[h], src, n);            // while the other half is on its way
     VATTN_CUDA(cudaMemcpyAsync(out, staging_[h], n, cudaMemcpyHostToDevice, stream_));
     VATTN_CUDA(cudaEventRecord(free_[h], stream_));
     src += n;

@@ -8,8 +8,8 @@
 
 #include <cuda_runtime.h>
 
-#include "vattn/gpu/bench_case.h"
 #include "vattn/case/case.h"
+#include "vattn/gpu/bench_case.h"
 #include "vattn/gpu/cuda_check.h"
 #include "vattn/gpu/revision.h"
 

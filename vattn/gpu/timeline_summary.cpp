@@ -45,7 +45,8 @@ TimelineSummary summarize_timeline(const std::vector<vattn_timeline>& calls, int
     auto since_plan = [&](uint64_t ns) { return (static_cast<double>(ns) - static_cast<double>(plan0)) * 1e-3; };
     if (t.plan_ns[1] != 0) {
       if (t.plan_ns[1] < plan0)
-        throw std::runtime_error("timeline: call " + std::to_string(c) + ": the plan written before the plan kernel's entry");
+        throw std::runtime_error("timeline: call " + std::to_string(c) +
+                                 ": the plan written before the plan kernel's entry");
       written.push_back(since_plan(t.plan_ns[1]));
     }
     double wait_c = 0, done_c = 0, rwait_c = 0, rdone_c = 0;
@@ -117,7 +118,8 @@ TimelineSummary summarize_timeline(const std::vector<vattn_timeline>& calls, int
 std::string timeline_table(const TimelineSummary& s) {
   std::ostringstream os;
   char line[256];
-  std::snprintf(line, sizeof line, "milestones, us after the plan kernel's entry (%%globaltimer; the last block; median over calls):\n");
+  std::snprintf(line, sizeof line,
+                "milestones, us after the plan kernel's entry (%%globaltimer; the last block; median over calls):\n");
   os << line;
   std::vector<std::pair<const char*, double>> ms;
   if (s.plan_written_calls > 0) ms.push_back({"the plan written (the plan kernel's last store)", s.plan_written});
@@ -129,9 +131,10 @@ std::string timeline_table(const TimelineSummary& s) {
     std::snprintf(line, sizeof line, "  %-56s %9.2f\n", name, v);
     os << line;
   }
-  std::snprintf(line, sizeof line,
-                "per item, us (median [min .. max] over blocks and calls; phases from each SM's clock64 at %.2f GHz):\n",
-                s.clock_ghz);
+  std::snprintf(
+      line, sizeof line,
+      "per item, us (median [min .. max] over blocks and calls; phases from each SM's clock64 at %.2f GHz):\n",
+      s.clock_ghz);
   os << line;
   std::snprintf(line, sizeof line, "  %-44s %-30s %s\n", "phase", "first item of a block",
                 s.blocks_with_later_items > 0 ? "a later item" : "(no block has a later item)");
@@ -152,7 +155,8 @@ std::string timeline_table(const TimelineSummary& s) {
   os << line;
   if (s.reduce_entry.samples > 0 || s.reduce_after_wait.samples > 0) {
     os << "reduce blocks, us (median [min .. max] over blocks and calls; %globaltimer):\n";
-    std::snprintf(line, sizeof line, "  %-44s %s\n", "begins (us after the plan kernel's entry)", cell(s.reduce_entry).c_str());
+    std::snprintf(line, sizeof line, "  %-44s %s\n", "begins (us after the plan kernel's entry)",
+                  cell(s.reduce_entry).c_str());
     os << line;
     std::snprintf(line, sizeof line, "  %-44s %s\n", "past its wait to done", cell(s.reduce_after_wait).c_str());
     os << line;

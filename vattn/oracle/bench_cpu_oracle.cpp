@@ -46,7 +46,8 @@ vattn::Case k26_case(int heads, int drafts, int prefix, uint64_t seed) {
   c.qo_indptr = {0, drafts};
   c.draft_mask.assign(static_cast<size_t>(drafts) * static_cast<size_t>(drafts), 0);
   for (int i = 0; i < drafts; ++i)
-    for (int j = 0; j <= i; ++j) c.draft_mask[static_cast<size_t>(i) * static_cast<size_t>(drafts) + static_cast<size_t>(j)] = 1;
+    for (int j = 0; j <= i; ++j)
+      c.draft_mask[static_cast<size_t>(i) * static_cast<size_t>(drafts) + static_cast<size_t>(j)] = 1;
   c.draft_mask_indptr = {0, static_cast<int64_t>(drafts) * drafts};
   vattn::validate(c);
   return c;
@@ -96,10 +97,10 @@ int main(int argc, char** argv) {
   double t_gemm = 1e300, t_oracle = 1e300;
   for (int i = 0; i < reps; ++i) {
     t_gemm = std::min(t_gemm, best_seconds(1, [&] {
-      s.noalias() = q * kv.transpose();
-      o.noalias() = s * kv.leftCols(c.d_v);
-      sink = sink + o(0, 0);
-    }));
+                        s.noalias() = q * kv.transpose();
+                        o.noalias() = s * kv.leftCols(c.d_v);
+                        sink = sink + o(0, 0);
+                      }));
     t_oracle = std::min(t_oracle, best_seconds(1, [&] { ref = vattn::oracle_fp64(c); }));
   }
   vattn::Reference emu;
@@ -107,10 +108,12 @@ int main(int argc, char** argv) {
 
   const double gemm_rate = flops / t_gemm * 1e-9, oracle_rate = flops / t_oracle * 1e-9;
   std::printf("case: %s, d_qk=%d d_v=%d, %lld query rows x %lld keys, %.2f GFLOP (2*rows*keys*(d_qk+d_v))\n",
-              c.describe().c_str(), c.d_qk, c.d_v, static_cast<long long>(rows), static_cast<long long>(keys), flops * 1e-9);
+              c.describe().c_str(), c.d_qk, c.d_v, static_cast<long long>(rows), static_cast<long long>(keys),
+              flops * 1e-9);
   std::printf("eigen double GEMM (Q K^T, S V):  %8.3f s  %7.2f GFLOP/s   (best of %d)\n", t_gemm, gemm_rate, reps);
-  std::printf("oracle_fp64:                     %8.3f s  %7.2f GFLOP/s   (best of %d; also computes abs_pv, lse_scale)\n",
-              t_oracle, oracle_rate, reps);
+  std::printf(
+      "oracle_fp64:                     %8.3f s  %7.2f GFLOP/s   (best of %d; also computes abs_pv, lse_scale)\n",
+      t_oracle, oracle_rate, reps);
   std::printf("reference_bf16_emulated:         %8.3f s  %7.2f GFLOP/s   (one run)\n", t_emu, flops / t_emu * 1e-9);
   std::printf("oracle / GEMM rate: %.1f%%  (target >= 50%%)\n", 100.0 * oracle_rate / gemm_rate);
   std::printf("check: out[0]=%.6g lse[0]=%.6g\n", ref.out[0], ref.lse[0]);

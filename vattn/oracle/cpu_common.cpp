@@ -58,9 +58,9 @@ void widen_rows(const uint16_t* src, int64_t rows, int cols, RowMat<T>& dst) {
 template <class T>
 struct BadDraft {
   int j = 0;
-  bool bad_key = false;   // non-finite somewhere in [0, d_qk)
-  bool bad_value = false; // non-finite somewhere in [0, d_v)
-  RowVec<T> value_part;   // the non-finite entries of [0, d_v), zeros elsewhere
+  bool bad_key = false;    // non-finite somewhere in [0, d_qk)
+  bool bad_value = false;  // non-finite somewhere in [0, d_v)
+  RowVec<T> value_part;    // the non-finite entries of [0, d_v), zeros elsewhere
 };
 
 // One sweep over a request's keys for a group of its T_b*H query rows (request row r is draft
@@ -69,14 +69,14 @@ template <class T>
 class RequestRun {
  public:
   RequestRun(const Case& c, const EngineConfig& cfg, int b, int64_t first, int64_t rows)
-      : c_(c), cfg_(cfg), b_(b), H_(c.num_heads), dqk_(c.d_qk), dv_(c.d_v), T_(c.drafts(b)),
-        P_(c.prefix_len(b)), rows_(rows), first_(first), q0_(c.qo_indptr[static_cast<size_t>(b)]),
-        scale_(static_cast<T>(c.sm_scale)) {}
+      : c_(c), cfg_(cfg), b_(b), H_(c.num_heads), dqk_(c.d_qk), dv_(c.d_v), T_(c.drafts(b)), P_(c.prefix_len(b)),
+        rows_(rows), first_(first), q0_(c.qo_indptr[static_cast<size_t>(b)]), scale_(static_cast<T>(c.sm_scale)) {}
 
   void run(Reference& ref) {
     seen_.assign(static_cast<size_t>(T_), P_ > 0);
     for (int i = 0; i < T_; ++i)
-      for (int j = 0; j < T_ && !seen_[static_cast<size_t>(i)]; ++j) seen_[static_cast<size_t>(i)] = c_.visible(b_, i, j);
+      for (int j = 0; j < T_ && !seen_[static_cast<size_t>(i)]; ++j)
+        seen_[static_cast<size_t>(i)] = c_.visible(b_, i, j);
 
     widen_rows(&c_.q[static_cast<size_t>((q0_ * H_ + first_) * dqk_)], rows_, dqk_, q_);
     // A row with an empty key set is never computed; zeroing its query (padded rows may hold
@@ -165,8 +165,7 @@ class RequestRun {
         for (const auto& bd : bad_) {
           for (int64_t r = 0; r < n; ++r) {
             if ((*visible)(r0 + r, bd.j)) {
-              s_abs_(r, bd.j) = static_cast<float>(
-                  scale_ * q_.row(r0 + r).cwiseAbs().dot(raw.row(bd.j).cwiseAbs()));
+              s_abs_(r, bd.j) = static_cast<float>(scale_ * q_.row(r0 + r).cwiseAbs().dot(raw.row(bd.j).cwiseAbs()));
             }
           }
         }
@@ -236,7 +235,8 @@ class RequestRun {
         const T shift = mt == kNegInf<T> ? T(0) : mt;
         seg = (seg - shift).exp();
         const T tile_sum = seg.sum();
-        if (cfg_.round_p_bf16) seg = seg.unaryExpr([](T p) { return static_cast<T>(round_to_bf16(static_cast<float>(p))); });
+        if (cfg_.round_p_bf16)
+          seg = seg.unaryExpr([](T p) { return static_cast<T>(round_to_bf16(static_cast<float>(p))); });
         const T f = mt == kNegInf<T> ? T(0) : (mt == m_new ? T(1) : std::exp(mt - m_new));
         if (f != T(1)) seg *= f;
         added += tile_sum * f;
@@ -266,12 +266,14 @@ class RequestRun {
       const T l = l_(r);
       for (int d = 0; d < dv_; ++d) {
         const T o = acc_(r, d) / l;
-        out[d] = cfg_.round_out_bf16 ? static_cast<double>(round_to_bf16(static_cast<float>(o))) : static_cast<double>(o);
+        out[d] =
+            cfg_.round_out_bf16 ? static_cast<double>(round_to_bf16(static_cast<float>(o))) : static_cast<double>(o);
       }
       ref.lse[g] = static_cast<double>(m_(r) + std::log(l));
       if (cfg_.scales) {
         const float lf = static_cast<float>(l);
-        for (int d = 0; d < dv_; ++d) ref.abs_pv[g * static_cast<size_t>(dv_) + static_cast<size_t>(d)] = acc_abs_(r, d) / lf;
+        for (int d = 0; d < dv_; ++d)
+          ref.abs_pv[g * static_cast<size_t>(dv_) + static_cast<size_t>(d)] = acc_abs_(r, d) / lf;
         ref.lse_scale[g] = s_abs_max_(r);
       }
     }

@@ -17,8 +17,8 @@ namespace vattn::oracle_detail {
 void report_oracle_progress(int64_t work);
 
 struct EngineConfig {
-  int key_block = 2048;   // prefix keys gathered and multiplied at once (bounds memory)
-  int row_block = 512;    // query rows (draft x head) per product
+  int key_block = 2048;  // prefix keys gathered and multiplied at once (bounds memory)
+  int row_block = 512;   // query rows (draft x head) per product
   // Query rows that share one sweep over the keys. Bounds the per-request state (Q, accumulators,
   // mask) for huge T_b*H; a larger group re-reads the keys less often.
   int row_group = 4096;

@@ -13,9 +13,9 @@ namespace vattn {
 
 // Per (row = draft of a request, head): out [n_q, H, d_v], lse [n_q, H].
 struct Reference {
-  std::vector<double> out;     // [n_q * H * d_v]
-  std::vector<double> lse;     // [n_q * H]; -inf for an empty key set
-  std::vector<double> abs_pv;  // [n_q * H * d_v]: sum_k p_k |v_k|, the scale of P-rounding error
+  std::vector<double> out;        // [n_q * H * d_v]
+  std::vector<double> lse;        // [n_q * H]; -inf for an empty key set
+  std::vector<double> abs_pv;     // [n_q * H * d_v]: sum_k p_k |v_k|, the scale of P-rounding error
   std::vector<double> lse_scale;  // [n_q * H]: max_k sm_scale * sum_d |q_d k_d| over visible k (logit magnitude)
 };
 

@@ -175,8 +175,8 @@ cudaError_t naive_gpu_attention(const NaiveGpuArgs& args, cudaStream_t stream) {
   const size_t bytes = static_cast<size_t>(warps) * (sizeof(ChunkHead) + 2 * sizeof(double) * args.d_v);
   double* scratch = nullptr;
   if (cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&scratch), bytes, stream); e != cudaSuccess) return e;
-  chunk_kernel<<<static_cast<unsigned>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock), 32 * kWarpsPerBlock, 0, stream>>>(
-      args, chunks, scratch);
+  chunk_kernel<<<static_cast<unsigned>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock), 32 * kWarpsPerBlock, 0,
+                 stream>>>(args, chunks, scratch);
   merge_kernel<<<static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock), 32 * kWarpsPerBlock, 0, stream>>>(
       args, chunks, scratch);
   const cudaError_t launch = cudaGetLastError();

@@ -13,15 +13,15 @@ namespace vattn {
 
 struct Recipe {
   int heads = 8;
-  std::vector<int> prefix;  // P_b per request (B = size)
-  std::vector<int> drafts;  // T_b per request
-  std::string tree = "chain";      // chain | random | star | ddtree | deep | wide | padded
-  std::string profile = "uniform"; // uniform | k26 | adversarial | huge | ties | tiny
-  std::string layout = "scattered";// contiguous | scattered | reversed | sparse
-  bool poison = false;             // NaN/Inf in every pool row, padded draft and padded q outside K
+  std::vector<int> prefix;           // P_b per request (B = size)
+  std::vector<int> drafts;           // T_b per request
+  std::string tree = "chain";        // chain | random | star | ddtree | deep | wide | padded
+  std::string profile = "uniform";   // uniform | k26 | adversarial | huge | ties | tiny
+  std::string layout = "scattered";  // contiguous | scattered | reversed | sparse
+  bool poison = false;               // NaN/Inf in every pool row, padded draft and padded q outside K
   uint64_t seed = 1;
-  double sm_scale = 0.1446796;     // K2.6 (yarn factor 64); always stored in the case
-  int splits = 0;                  // run parameter for kernels (0 = kernel chooses); not part of the tensors
+  double sm_scale = 0.1446796;  // K2.6 (yarn factor 64); always stored in the case
+  int splits = 0;               // run parameter for kernels (0 = kernel chooses); not part of the tensors
   // Run parameters of the fuzzer's device-side variants (not part of the tensors; printed only
   // when set, so every other line stays as it was). slot_base: the pool is placed at this slot
   // offset inside a larger device pool of NaN rows (kv_indices shifted by it), so slot * d_qk
@@ -30,8 +30,9 @@ struct Recipe {
   int64_t slot_base = 0;
   std::string fault = "none";
 
-  std::string to_line() const;  // "B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered poison=0 seed=7 scale=0.1446796 splits=3"
-                                // (then " slot_base=N" and " fault=KIND" when they are set)
+  std::string to_line()
+      const;  // "B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered poison=0 seed=7 scale=0.1446796 splits=3"
+              // (then " slot_base=N" and " fault=KIND" when they are set)
   static Recipe parse(const std::string& line);  // throws InputError(field = the key) on bad input
 };
 

@@ -12,8 +12,8 @@
 #include <set>
 #include <sstream>
 
-#include "vattn/recipe/vocab.h"
 #include "vattn/recipe/recipe.h"
+#include "vattn/recipe/vocab.h"
 
 namespace vattn {
 
@@ -137,7 +137,8 @@ Recipe Recipe::parse(const std::string& line) {
       r.seed = parse_u64(key, value);
     } else if (key == "scale") {
       double v = 0;
-      if (!vocab::parse_plain_decimal(value, &v) || v <= 0) bad(key, "must be a finite number > 0, got '" + value + "'");
+      if (!vocab::parse_plain_decimal(value, &v) || v <= 0)
+        bad(key, "must be a finite number > 0, got '" + value + "'");
       r.sm_scale = v;
     } else if (key == "splits") {
       r.splits = static_cast<int>(parse_int(key, value, 0, vocab::kMaxSplits));
@@ -186,19 +187,23 @@ std::string recipe_mismatch(const Case& c) {
   const int B = c.num_requests();
   if (static_cast<int>(r.prefix.size()) != B)
     return head + "it has B=" + std::to_string(r.prefix.size()) + ", the case " + std::to_string(B);
-  if (r.heads != c.num_heads) return head + "it has H=" + std::to_string(r.heads) + ", the case " + std::to_string(c.num_heads);
+  if (r.heads != c.num_heads)
+    return head + "it has H=" + std::to_string(r.heads) + ", the case " + std::to_string(c.num_heads);
   if (c.d_qk != vocab::kRowDims || c.d_v != vocab::kLatentDims) {
-    return head + "recipes make d_qk=" + std::to_string(vocab::kRowDims) + ", d_v=" + std::to_string(vocab::kLatentDims) +
-           ", the case has " + std::to_string(c.d_qk) + ", " + std::to_string(c.d_v);
+    return head + "recipes make d_qk=" + std::to_string(vocab::kRowDims) +
+           ", d_v=" + std::to_string(vocab::kLatentDims) + ", the case has " + std::to_string(c.d_qk) + ", " +
+           std::to_string(c.d_v);
   }
   for (int b = 0; b < B; ++b) {
     const int prefix = c.prefix_len(b);
     if (r.prefix[b] != prefix || r.drafts[b] != c.drafts(b)) {
-      return head + "request " + std::to_string(b) + " has P=" + std::to_string(r.prefix[b]) + " T=" +
-             std::to_string(r.drafts[b]) + ", the case P=" + std::to_string(prefix) + " T=" + std::to_string(c.drafts(b));
+      return head + "request " + std::to_string(b) + " has P=" + std::to_string(r.prefix[b]) +
+             " T=" + std::to_string(r.drafts[b]) + ", the case P=" + std::to_string(prefix) +
+             " T=" + std::to_string(c.drafts(b));
     }
   }
-  if (std::fabs(r.sm_scale - c.sm_scale) > 1e-6 * std::fabs(c.sm_scale)) return head + "its scale differs from sm_scale";
+  if (std::fabs(r.sm_scale - c.sm_scale) > 1e-6 * std::fabs(c.sm_scale))
+    return head + "its scale differs from sm_scale";
   return "";
 }
 

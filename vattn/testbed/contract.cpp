@@ -42,9 +42,9 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
                      LIMITS = VATTN_ERR_LIMITS, WORKSPACE = VATTN_ERR_WORKSPACE;
   std::vector<Break> breaks;
   auto pointer = [&](const char* name, auto member) {
-    breaks.push_back({std::string(name) + " = null", {INVALID}, [member](vattn_args& a, vattn_limits&, size_t&, void*&) {
-                        a.*member = nullptr;
-                      }});
+    breaks.push_back({std::string(name) + " = null",
+                      {INVALID},
+                      [member](vattn_args& a, vattn_limits&, size_t&, void*&) { a.*member = nullptr; }});
   };
   pointer("q", &vattn_args::q);
   pointer("kv_pool", &vattn_args::kv_pool);
@@ -59,7 +59,8 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
   // Misaligned by one element: the buffers stay valid memory, the kernel would fault reading them
   // in 16-byte (or 4-byte) pieces (docs/verify-attention.md: 16-byte aligned bf16 tensors).
   auto misaligned = [&](const char* name, auto member) {
-    breaks.push_back({std::string(name) + " misaligned by one element", {INVALID},
+    breaks.push_back({std::string(name) + " misaligned by one element",
+                      {INVALID},
                       [member](vattn_args& a, vattn_limits&, size_t&, void*&) { a.*member = a.*member + 1; }});
   };
   misaligned("q", &vattn_args::q);
@@ -67,7 +68,8 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
   misaligned("kv_draft", &vattn_args::kv_draft);
   misaligned("out", &vattn_args::out);
   auto field = [&](std::string what, std::vector<vattn_status> expected, std::function<void(vattn_args&)> f) {
-    breaks.push_back({std::move(what), std::move(expected), [f](vattn_args& a, vattn_limits&, size_t&, void*&) { f(a); }});
+    breaks.push_back(
+        {std::move(what), std::move(expected), [f](vattn_args& a, vattn_limits&, size_t&, void*&) { f(a); }});
   };
   field("n_slots = -1", {INVALID}, [](vattn_args& a) { a.n_slots = -1; });
   field("n_q = 0", {INVALID}, [](vattn_args& a) { a.n_q = 0; });
@@ -98,7 +100,8 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
   // workspace_size(), the planning call, must refuse them as well.
   std::vector<std::pair<std::string, std::function<void(vattn_limits&)>>> plan_breaks;
   auto limit = [&](std::string what, std::function<void(vattn_limits&)> f) {
-    breaks.push_back({"limits." + what, {INVALID, LIMITS, UNSUPPORTED},
+    breaks.push_back({"limits." + what,
+                      {INVALID, LIMITS, UNSUPPORTED},
                       [f](vattn_args&, vattn_limits& l, size_t&, void*&) { f(l); }});
     plan_breaks.emplace_back("limits." + what, f);
   };
@@ -114,12 +117,13 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
   // larger, so a misaligned pointer with the full size still lies inside it).
   size_t need = 0;
   if (api->workspace_size(&lim, &need) != VATTN_OK) return "workspace_size() refused the campaign's limits";
-  breaks.push_back({"workspace = null", {WORKSPACE}, [](vattn_args&, vattn_limits&, size_t&, void*& ws) { ws = nullptr; }});
-  breaks.push_back({"workspace 1 byte short", {WORKSPACE}, [need](vattn_args&, vattn_limits&, size_t& n, void*&) {
-                      n = need - 1;
-                    }});
+  breaks.push_back(
+      {"workspace = null", {WORKSPACE}, [](vattn_args&, vattn_limits&, size_t&, void*& ws) { ws = nullptr; }});
+  breaks.push_back(
+      {"workspace 1 byte short", {WORKSPACE}, [need](vattn_args&, vattn_limits&, size_t& n, void*&) { n = need - 1; }});
   if (runner.workspace().bytes() >= need + 16) {
-    breaks.push_back({"workspace 16 bytes past a 256-byte boundary", {WORKSPACE},
+    breaks.push_back({"workspace 16 bytes past a 256-byte boundary",
+                      {WORKSPACE},
                       [need](vattn_args&, vattn_limits&, size_t& n, void*& ws) {
                         ws = static_cast<char*>(ws) + 16;
                         n = need;
@@ -131,8 +135,9 @@ std::string argument_contract_problem(KernelRunner& runner, DeviceCase& dc) {
     f(l);
     size_t n = 0;
     const vattn_status got = api->workspace_size(&l, &n);
-    if (got == VATTN_OK) return "workspace_size() with " + what + " returned " + status_name(api, got) + " (" +
-                                std::to_string(n) + " bytes), expected a refusal";
+    if (got == VATTN_OK)
+      return "workspace_size() with " + what + " returned " + status_name(api, got) + " (" + std::to_string(n) +
+             " bytes), expected a refusal";
   }
 
   DeviceBuffer& wsb = runner.workspace();

@@ -170,8 +170,7 @@ Observation Testbed::run(DeviceCase& dc, const Case& c, const Options& options) 
 std::string partly_visible_poison_problem(const Case& c, const Observation& obs, const References& refs) {
   if (!obs.poison.applies()) return "";
   if (!obs.poisoned.ok()) return obs.poison.label() + ": the poisoned run failed: " + obs.poisoned.problem(obs.api);
-  return poisoned_draft_problem(c, *refs.ref, obs.poison, obs.run.out, obs.run.lse, obs.poisoned.out,
-                                obs.poisoned.lse);
+  return poisoned_draft_problem(c, *refs.ref, obs.poison, obs.run.out, obs.run.lse, obs.poisoned.out, obs.poisoned.lse);
 }
 
 std::string fp32_partials_problem(const Observation& obs) {
@@ -200,7 +199,8 @@ Outcome verify(const Case& c, const Observation& obs, const std::string& label, 
   v.oracle = obs.oracle.empty() && given ? given->oracle : obs.oracle;
   v.device_error = res.device_error;
   if (res.status != VATTN_OK) {
-    fail("refused", "run() status", std::string("run() returned status ") + std::to_string(res.status) + " on valid input");
+    fail("refused", "run() status",
+         std::string("run() returned status ") + std::to_string(res.status) + " on valid input");
   } else if (!obs.contract.empty()) {
     fail("wrong", property_name(Property::kArgumentContract), obs.contract);
   } else if (!res.guard_violations.empty()) {

@@ -73,15 +73,15 @@ struct Options {
 
 // What run() observed. Plain data: verify() may judge it on another thread.
 struct Observation {
-  Options options;             // inject cleared
-  RunResult run;               // the case as given (or with the planted fault)
-  std::string oracle;          // kOracleFp64 or kNaiveGpuOracle; "" with OracleChoice::kGiven
+  Options options;                         // inject cleared
+  RunResult run;                           // the case as given (or with the planted fault)
+  std::string oracle;                      // kOracleFp64 or kNaiveGpuOracle; "" with OracleChoice::kGiven
   std::shared_ptr<const Reference> naive;  // the naive GPU oracle when it was chosen
-  std::string contract;        // kArgumentContract: "" or the first broken call not refused
-  FaultPlan fault;             // kInjectedFault: what inject() planted
-  DraftPoison poison;          // kPartlyVisiblePoison: the poisoned draft (applies() false: none)
-  RunResult poisoned;          //   and the run with it poisoned (only after a clean run)
-  struct ZeroQuery {           // kFp32Partials, when the run used two or more splits
+  std::string contract;                    // kArgumentContract: "" or the first broken call not refused
+  FaultPlan fault;                         // kInjectedFault: what inject() planted
+  DraftPoison poison;                      // kPartlyVisiblePoison: the poisoned draft (applies() false: none)
+  RunResult poisoned;                      //   and the run with it poisoned (only after a clean run)
+  struct ZeroQuery {                       // kFp32Partials, when the run used two or more splits
     std::vector<float> multi, single, mean, mean_abs;  // zero-query outputs, the oracle's mean and abs_pv
     int splits = 0;
     bool ran() const { return !multi.empty(); }
@@ -104,7 +104,7 @@ struct Outcome {
 class Testbed {
  public:
   explicit Testbed(KernelRunner& runner) : runner_(&runner) {}  // a plan the caller keeps (and reuses)
-  Testbed(Revision rev, const vattn_limits& limits);             // a plan of its own
+  Testbed(Revision rev, const vattn_limits& limits);            // a plan of its own
   KernelRunner& runner() { return *runner_; }
 
   // The run step (see above). With kFp32Partials the case's queries are zero on the device

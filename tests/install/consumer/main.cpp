@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "FAIL: %s\n", report.detail().c_str());
       return 1;
     }
-    std::printf("PASS: %zu outputs of case '%s' (%s) round-tripped and compared\n", ref64.out.size(),
-                back.name.c_str(), file.header.source.c_str());
+    std::printf("PASS: %zu outputs of case '%s' (%s) round-tripped and compared\n", ref64.out.size(), back.name.c_str(),
+                file.header.source.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "FAIL: %s\n", e.what());

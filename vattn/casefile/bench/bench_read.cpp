@@ -49,8 +49,9 @@ double isolated(const std::string& path) {
 
 int main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help") {
-    std::printf("usage: vattn_read_bench FILE...\n  reads each case file in this process and through the isolated reader "
-                "(best of 3 each) and prints the cost of the isolation\n");
+    std::printf(
+        "usage: vattn_read_bench FILE...\n  reads each case file in this process and through the isolated reader "
+        "(best of 3 each) and prints the cost of the isolation\n");
     return argc < 2 ? 2 : 0;
   }
   std::printf("%-40s %6s %10s %12s %12s %9s\n", "file", "cases", "MiB", "in-process s", "isolated s", "overhead");
@@ -62,8 +63,8 @@ int main(int argc, char** argv) {
         a = std::min(a, in_process(argv[i], &cases, &bytes));
         b = std::min(b, isolated(argv[i]));
       }
-      std::printf("%-40s %6zu %10.1f %12.3f %12.3f %8.0f%%\n", argv[i], cases, static_cast<double>(bytes) / (1 << 20), a, b,
-                  100.0 * (b - a) / std::max(a, 1e-9));
+      std::printf("%-40s %6zu %10.1f %12.3f %12.3f %8.0f%%\n", argv[i], cases, static_cast<double>(bytes) / (1 << 20),
+                  a, b, 100.0 * (b - a) / std::max(a, 1e-9));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "vattn_read_bench: %s\n", e.what());
       return 2;

@@ -20,9 +20,11 @@ void Coverage::add(const StreamCase& c, uint32_t device_error) {
   ++counts_["pool"][pool_class(r)];
   ++counts_["fault"][r.fault];
   if (device_error != 0) {
-    static const std::pair<uint32_t, const char*> kBits[] = {
-        {VATTN_DEVERR_INDPTR, "INDPTR"}, {VATTN_DEVERR_LIMITS, "LIMITS"}, {VATTN_DEVERR_KV_INDEX, "KV_INDEX"},
-        {VATTN_DEVERR_SPLITS, "SPLITS"}, {VATTN_DEVERR_MASK, "MASK"}};
+    static const std::pair<uint32_t, const char*> kBits[] = {{VATTN_DEVERR_INDPTR, "INDPTR"},
+                                                             {VATTN_DEVERR_LIMITS, "LIMITS"},
+                                                             {VATTN_DEVERR_KV_INDEX, "KV_INDEX"},
+                                                             {VATTN_DEVERR_SPLITS, "SPLITS"},
+                                                             {VATTN_DEVERR_MASK, "MASK"}};
     for (const auto& [bit, name] : kBits)
       if (device_error & bit) ++counts_["device-error paths"][name];
   }

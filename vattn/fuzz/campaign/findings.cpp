@@ -16,15 +16,24 @@ std::string FindingStore::rerun_command(const std::string& kernel, const std::st
 }
 
 json Finding::to_json(const std::string& kernel) const {
-  json j{{"schema", "vattn-fuzz-finding"}, {"version", 1}, {"id", id}, {"signature", signature},
-         {"class", first.verdict}, {"check", first.check}, {"detail", first.detail}, {"count", count},
-         {"state", state}, {"kernel", kernel}, {"dir", "findings/" + fs::path(dir).filename().string()},
+  json j{{"schema", "vattn-fuzz-finding"},
+         {"version", 1},
+         {"id", id},
+         {"signature", signature},
+         {"class", first.verdict},
+         {"check", first.check},
+         {"detail", first.detail},
+         {"count", count},
+         {"state", state},
+         {"kernel", kernel},
+         {"dir", "findings/" + fs::path(dir).filename().string()},
          {"first_case", {{"index", first.index}, {"recipe", recipe}}}};
   if (!investigation.is_null()) j["investigation"] = investigation;
   const std::string shrunk = investigation.is_object() ? investigation.value("shrunk_recipe", recipe) : recipe;
   json rerun = json::array({FindingStore::rerun_command(kernel, shrunk)});
   const bool host = kernel.rfind("host:", 0) == 0;
-  if (!shrunk_repro.empty() && !host) rerun.push_back("vattn replay " + shell_quote(dir + "/" + shrunk_repro) + " --kernel " + shell_quote(kernel));
+  if (!shrunk_repro.empty() && !host)
+    rerun.push_back("vattn replay " + shell_quote(dir + "/" + shrunk_repro) + " --kernel " + shell_quote(kernel));
   j["reproduce"] = rerun;
   if (!repro.empty()) j["repro"] = repro;
   if (!shrunk_repro.empty()) j["shrunk_repro"] = shrunk_repro;

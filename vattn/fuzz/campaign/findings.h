@@ -15,15 +15,15 @@
 namespace vattn::fuzz {
 
 struct Finding {
-  std::string id;         // "001"
-  std::string dir;        // DIR/findings/001-crash
+  std::string id;   // "001"
+  std::string dir;  // DIR/findings/001-crash
   std::string signature;
-  Verdict first;          // the first case that showed it
-  std::string recipe;     // that case's recipe line
-  int64_t count = 0;      // failed cases with this signature (this campaign, resumes included)
+  Verdict first;                        // the first case that showed it
+  std::string recipe;                   // that case's recipe line
+  int64_t count = 0;                    // failed cases with this signature (this campaign, resumes included)
   std::string state = "investigating";  // investigating | done | interrupted
-  json investigation;     // confirmed, shrunk recipe, steps, runs, stop reason
-  std::string repro, shrunk_repro;  // file names inside dir, "" when none
+  json investigation;                   // confirmed, shrunk recipe, steps, runs, stop reason
+  std::string repro, shrunk_repro;      // file names inside dir, "" when none
   json to_json(const std::string& kernel) const;
 };
 

@@ -26,7 +26,9 @@ std::vector<Recipe> shrinks_of(const Recipe& r) {
 }
 }  // namespace
 
-bool takes_worker_down(const std::string& verdict) { return verdict == "crash" || verdict == "hang" || verdict == "died"; }
+bool takes_worker_down(const std::string& verdict) {
+  return verdict == "crash" || verdict == "hang" || verdict == "died";
+}
 
 Investigation::Investigation(const Verdict& first, const Recipe& recipe, bool confirm_first, InvestigationLimits limits)
     : signature_(first.signature()), current_(recipe), confirming_(confirm_first), confirmed_(!confirm_first),

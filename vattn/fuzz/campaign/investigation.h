@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "vattn/gen/generate.h"
 #include "vattn/fuzz/protocol/protocol.h"
+#include "vattn/gen/generate.h"
 
 namespace vattn::fuzz {
 

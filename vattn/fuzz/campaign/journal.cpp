@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "vattn/fuzz/campaign/journal.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -16,9 +16,7 @@
 namespace vattn::fuzz {
 
 namespace {
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
 Journal::~Journal() {
@@ -54,7 +52,8 @@ void Journal::open_append(const std::string& path) {
 }
 
 void Journal::append(const json& line) {
-  if (!send_message(fd_, line)) throw std::runtime_error("journal " + path_ + ": write failed: " + std::strerror(errno));
+  if (!send_message(fd_, line))
+    throw std::runtime_error("journal " + path_ + ": write failed: " + std::strerror(errno));
   sync_if_due();
 }
 

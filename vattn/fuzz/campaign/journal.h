@@ -52,16 +52,16 @@ class Journal {
 // nlohmann::json's noexcept move constructor and flags a throw there (any struct with a json member).
 // NOLINTNEXTLINE(bugprone-exception-escape): a false positive, see above
 struct JournalState {
-  json campaign;                          // the campaign line
-  std::set<int64_t> done;                 // case indices with a verdict
+  json campaign;           // the campaign line
+  std::set<int64_t> done;  // case indices with a verdict
   std::map<std::string, int64_t> by_verdict, by_class;
-  std::vector<json> findings;             // finding lines, in order
+  std::vector<json> findings;                // finding lines, in order
   std::map<std::string, json> finding_done;  // finding id -> its finding-done line
-  std::map<std::string, int64_t> hits;    // finding id -> failed cases that carry it
+  std::map<std::string, int64_t> hits;       // finding id -> failed cases that carry it
   std::map<std::string, int64_t> tolerated;  // signature -> failed cases the ledger tolerated
-  int64_t runs = 0;                       // supervisor starts
-  double seconds = 0;                     // sum of the runs' elapsed time (their last tick or end line)
-  int64_t torn_lines = 0;                 // lines that did not parse (a torn tail)
+  int64_t runs = 0;                          // supervisor starts
+  double seconds = 0;                        // sum of the runs' elapsed time (their last tick or end line)
+  int64_t torn_lines = 0;                    // lines that did not parse (a torn tail)
 };
 
 // Reads a journal; InputError naming the file when it is missing or is not a vattn fuzz journal.

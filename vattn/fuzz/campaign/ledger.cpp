@@ -63,7 +63,10 @@ LedgerEntry* Ledger::match(const std::string& signature, const std::string& kern
 json Ledger::to_json() const {
   json entries = json::array();
   for (const LedgerEntry& e : entries_)
-    entries.push_back({{"signature", e.signature}, {"kernel", e.kernel}, {"reason", e.reason}, {"added", e.added},
+    entries.push_back({{"signature", e.signature},
+                       {"kernel", e.kernel},
+                       {"reason", e.reason},
+                       {"added", e.added},
                        {"count", e.count}});
   return {{"file", path_}, {"entries", entries}};
 }

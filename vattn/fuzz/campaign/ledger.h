@@ -18,11 +18,11 @@ constexpr const char* kLedgerSchema = "vattn-fuzz-ledger";
 constexpr int kLedgerVersion = 1;
 
 struct LedgerEntry {
-  std::string signature;      // exact, e.g. "wrong: fp32 partials"
-  std::string kernel = "*";   // glob over the --kernel text (fnmatch), e.g. "split-v1" or "*"
-  std::string reason;         // why it is tolerated (required, shown everywhere)
-  std::string added;          // who/when, free text (optional)
-  int64_t count = 0;          // cases of this campaign that matched
+  std::string signature;     // exact, e.g. "wrong: fp32 partials"
+  std::string kernel = "*";  // glob over the --kernel text (fnmatch), e.g. "split-v1" or "*"
+  std::string reason;        // why it is tolerated (required, shown everywhere)
+  std::string added;         // who/when, free text (optional)
+  int64_t count = 0;         // cases of this campaign that matched
 };
 
 class Ledger {

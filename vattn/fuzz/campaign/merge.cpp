@@ -30,7 +30,8 @@ void add_counts(json& into, const json& from) {
 }
 
 int64_t integer(const json& j, const char* key, const std::string& file) {
-  if (!j.contains(key) || !j.at(key).is_number_integer()) throw InputError(file, "", key, "missing or not a whole number");
+  if (!j.contains(key) || !j.at(key).is_number_integer())
+    throw InputError(file, "", key, "missing or not a whole number");
   return j.at(key).get<int64_t>();
 }
 
@@ -60,9 +61,17 @@ json read_summary(const std::string& dir) {
 
 json merge_campaigns(const std::vector<std::string>& part_dirs) {
   if (part_dirs.empty()) throw InputError("", "", "parts", "no campaign directories to merge");
-  json out{{"schema", "vattn-fuzz-summary"}, {"version", 1}, {"campaign_cases", 0}, {"failed", 0},
-           {"suite_errors", 0}, {"tolerated", 0}, {"verdicts", json::object()}, {"coverage", json::object()},
-           {"workers", json::array()}, {"findings", json::array()}, {"merged_from", json::array()},
+  json out{{"schema", "vattn-fuzz-summary"},
+           {"version", 1},
+           {"campaign_cases", 0},
+           {"failed", 0},
+           {"suite_errors", 0},
+           {"tolerated", 0},
+           {"verdicts", json::object()},
+           {"coverage", json::object()},
+           {"workers", json::array()},
+           {"findings", json::array()},
+           {"merged_from", json::array()},
            {"parts", json::array()}};
   std::map<uint64_t, std::map<int64_t, std::string>> owner;  // seed -> case index -> part that ran it
   std::map<std::string, size_t> finding_at;                  // signature -> index in out["findings"]
@@ -81,10 +90,12 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
     const std::string kernel = text(s, "kernel", file), budget = text(s, "budget", file);
     const uint64_t seed = js.campaign.value("seed", uint64_t{0});
     if (out.contains("kernel") && out["kernel"] != kernel)
-      throw InputError(file, "", "kernel", "'" + kernel + "', but the first part fuzzes '" + out["kernel"].get<std::string>() +
-                                               "': merge campaigns of one kernel");
+      throw InputError(file, "", "kernel",
+                       "'" + kernel + "', but the first part fuzzes '" + out["kernel"].get<std::string>() +
+                           "': merge campaigns of one kernel");
     if (out.contains("budget") && out["budget"] != budget)
-      throw InputError(file, "", "budget", "'" + budget + "', but the first part's is '" + out["budget"].get<std::string>() + "'");
+      throw InputError(file, "", "budget",
+                       "'" + budget + "', but the first part's is '" + out["budget"].get<std::string>() + "'");
     out["kernel"] = kernel;
     out["budget"] = budget;
     seeds.insert(seed);
@@ -93,11 +104,13 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
     for (int64_t i : js.done) {
       auto [it, fresh] = ran.emplace(i, dir);
       if (!fresh)
-        throw InputError(file, "", "shard", "case " + std::to_string(i) + " of seed " + std::to_string(seed) +
-                                                " was run by " + it->second + " too: the parts overlap (give each task its own --shard I/N)");
+        throw InputError(file, "", "shard",
+                         "case " + std::to_string(i) + " of seed " + std::to_string(seed) + " was run by " +
+                             it->second + " too: the parts overlap (give each task its own --shard I/N)");
     }
     const int64_t cases = integer(s, "campaign_cases", file);
-    for (const char* key : {"campaign_cases", "failed", "suite_errors"}) out[key] = out[key].get<int64_t>() + integer(s, key, file);
+    for (const char* key : {"campaign_cases", "failed", "suite_errors"})
+      out[key] = out[key].get<int64_t>() + integer(s, key, file);
     out["tolerated"] = out["tolerated"].get<int64_t>() + s.value("tolerated", int64_t{0});
     add_counts(out["verdicts"], s.value("verdicts", json::object()));
     add_counts(out["coverage"], s.value("coverage", json::object()));
@@ -113,7 +126,9 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
     }
     for (const json& f : s.value("findings", json::array())) {
       const std::string sig = text(f, "signature", file);
-      const json where{{"dir", dir}, {"id", f.value("id", "")}, {"count", f.value("count", int64_t{0})},
+      const json where{{"dir", dir},
+                       {"id", f.value("id", "")},
+                       {"count", f.value("count", int64_t{0})},
                        {"evidence", dir + "/" + f.value("dir", "findings/" + f.value("id", ""))}};
       auto it = finding_at.find(sig);
       if (it == finding_at.end()) {
@@ -135,7 +150,8 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
           ledger_at[key] = ledger_entries.size();
           ledger_entries.push_back(e);
         } else {
-          ledger_entries[it->second]["count"] = ledger_entries[it->second].value("count", int64_t{0}) + e.value("count", int64_t{0});
+          ledger_entries[it->second]["count"] =
+              ledger_entries[it->second].value("count", int64_t{0}) + e.value("count", int64_t{0});
         }
       }
     }

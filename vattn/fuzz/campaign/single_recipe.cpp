@@ -33,8 +33,8 @@ int run_single_recipe(const CampaignOptions& options, const std::string& recipe_
   const Recipe recipe = Recipe::parse(recipe_line);  // InputError (field = the key) on a bad line
   const std::string tmp = fs::temp_directory_path().string() + "/vattn-fuzz-" + std::to_string(::getpid());
   fs::create_directories(tmp);
-  std::vector<std::string> argv{options.self_exe, "fuzz-worker", "--kernel", options.kernel, "--budget", options.budget,
-                                "--envelope-recipe", recipe_line, "--threads", "1"};
+  std::vector<std::string> argv{options.self_exe, "fuzz-worker",       "--kernel",  options.kernel, "--budget",
+                                options.budget,   "--envelope-recipe", recipe_line, "--threads",    "1"};
   std::map<std::string, std::string> env;
   if (!is_host_target(options.kernel)) {
     const auto gpus = visible_gpus();
@@ -68,8 +68,9 @@ int run_single_recipe(const CampaignOptions& options, const std::string& recipe_
       const std::string ev = m.value("ev", "");
       if (ev == "ready") {
         ready = true;
-        send_message(proc.command_fd(),
-                     {{"op", "case"}, {"index", 0}, {"recipe", recipe_line}, {"repro", repro_path.empty() ? "" : repro_path}});
+        send_message(
+            proc.command_fd(),
+            {{"op", "case"}, {"index", 0}, {"recipe", recipe_line}, {"repro", repro_path.empty() ? "" : repro_path}});
       } else if (ev == "fatal") {
         fatal = m.value("reason", "");
         fatal_usage = m.value("usage", false);
@@ -132,7 +133,8 @@ int run_single_recipe(const CampaignOptions& options, const std::string& recipe_
     std::printf("PASS %s  (%s, %.3f s)\n", recipe_line.c_str(), v.oracle.c_str(), v.total_s);
     return 0;
   }
-  std::printf("FAIL %s  %s\n  %s\n", printable(v.signature()).c_str(), recipe_line.c_str(), printable(v.detail).c_str());
+  std::printf("FAIL %s  %s\n  %s\n", printable(v.signature()).c_str(), recipe_line.c_str(),
+              printable(v.detail).c_str());
   if (!v.repro.empty()) std::printf("  repro: %s\n", v.repro.c_str());
   return 1;
 }

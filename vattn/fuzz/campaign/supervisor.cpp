@@ -98,7 +98,8 @@ int Supervisor::run() {
       stop_reason_ = "time is up";
       stop_at = Clock::now();
     }
-    if (!stopping_ && opt_.stop_after_findings > 0 && new_findings_ >= opt_.stop_after_findings && investigations_done()) {
+    if (!stopping_ && opt_.stop_after_findings > 0 && new_findings_ >= opt_.stop_after_findings &&
+        investigations_done()) {
       stopping_ = true;
       stop_reason_ = std::to_string(new_findings_) + (new_findings_ == 1 ? " finding" : " findings") +
                      " (--stop-after-findings " + std::to_string(opt_.stop_after_findings) + ")";
@@ -106,9 +107,10 @@ int Supervisor::run() {
     }
     if (!stopping_ && finished()) {
       stopping_ = true;
-      stop_reason_ = opt_.shard_count > 1 ? "all " + std::to_string(planned_cases()) + " cases of shard " +
-                                                 std::to_string(opt_.shard_index) + "/" + std::to_string(opt_.shard_count) + " ran"
-                                           : "all " + std::to_string(opt_.cases) + " cases ran";
+      stop_reason_ = opt_.shard_count > 1
+                         ? "all " + std::to_string(planned_cases()) + " cases of shard " +
+                               std::to_string(opt_.shard_index) + "/" + std::to_string(opt_.shard_count) + " ran"
+                         : "all " + std::to_string(opt_.cases) + " cases ran";
       stop_at = Clock::now();
     }
     if (stopping_) {
@@ -163,8 +165,11 @@ int Supervisor::run() {
     return 2;
   }
   const std::string reason = fatal_reason_.empty() ? stop_reason_ : stop_reason_ + ": " + fatal_reason_;
-  journal_.append({{"t", "end"}, {"run", run_number_}, {"elapsed_s", std::round(since(t0_) * 10) / 10},
-                   {"reason", reason}, {"cases", cases_total_}});
+  journal_.append({{"t", "end"},
+                   {"run", run_number_},
+                   {"elapsed_s", std::round(since(t0_) * 10) / 10},
+                   {"reason", reason},
+                   {"cases", cases_total_}});
   journal_.sync();
   for (auto* f : findings_->all()) findings_->save(*f);
   write_summary(reason);

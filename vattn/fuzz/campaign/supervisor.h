@@ -13,32 +13,32 @@
 namespace vattn::fuzz {
 
 struct CampaignOptions {
-  std::string kernel;            // revision name, .so path, or host:NAME
-  std::string out_dir;           // campaign directory (created)
-  std::string resume_dir;        // continue this campaign instead
-  double hours = -1;             // this run's wall-time budget (-1: not set)
-  int64_t cases = -1;            // the campaign's size in cases (-1: not set)
+  std::string kernel;      // revision name, .so path, or host:NAME
+  std::string out_dir;     // campaign directory (created)
+  std::string resume_dir;  // continue this campaign instead
+  double hours = -1;       // this run's wall-time budget (-1: not set)
+  int64_t cases = -1;      // the campaign's size in cases (-1: not set)
   uint64_t seed = 0;
   bool seed_given = false;
-  int64_t shard_index = 0;       // --shard I/N: this campaign runs the indices i with i % N == I
+  int64_t shard_index = 0;  // --shard I/N: this campaign runs the indices i with i % N == I
   int64_t shard_count = 1;
   bool shard_given = false;
-  std::string ledger;            // --ledger FILE: known, tolerated findings (campaign/ledger.h)
+  std::string ledger;  // --ledger FILE: known, tolerated findings (campaign/ledger.h)
   std::string budget = "large";
-  std::string gpus = "all";      // GPU targets: all | 0,1,...
-  int workers = 1;               // host targets: worker processes
-  int threads = 0;               // pool threads per worker (0: cores / workers - 1)
-  int window = 0;                // cases in flight per worker (0: 2 x threads)
-  double case_timeout = 30;      // deadline floor per case, seconds
-  double heartbeat_timeout = 20; // a worker silent this long is stuck
-  double startup_timeout = 120;  // a worker must be ready within this
+  std::string gpus = "all";       // GPU targets: all | 0,1,...
+  int workers = 1;                // host targets: worker processes
+  int threads = 0;                // pool threads per worker (0: cores / workers - 1)
+  int window = 0;                 // cases in flight per worker (0: 2 x threads)
+  double case_timeout = 30;       // deadline floor per case, seconds
+  double heartbeat_timeout = 20;  // a worker silent this long is stuck
+  double startup_timeout = 120;   // a worker must be ready within this
   int max_shrink_runs = 400;
-  int stop_after_findings = 0;   // stop once this many new findings of this run are investigated (0: never)
+  int stop_after_findings = 0;  // stop once this many new findings of this run are investigated (0: never)
   double max_shrink_seconds = 900;
-  bool progress = false;         // live progress line (on a terminal)
-  bool report = true;            // write DIR/report.html at the end (campaign/report_runner.h)
-  std::string self_exe;          // the vattn binary (workers are `vattn fuzz-worker ...`)
-  std::string argv_line;         // the command as typed, for the journal
+  bool progress = false;  // live progress line (on a terminal)
+  bool report = true;     // write DIR/report.html at the end (campaign/report_runner.h)
+  std::string self_exe;   // the vattn binary (workers are `vattn fuzz-worker ...`)
+  std::string argv_line;  // the command as typed, for the journal
 };
 
 // Exit code: 0 nothing found, 1 findings, 2 usage or nothing could run.

@@ -49,7 +49,7 @@ struct Slot {
   bool ready = false;
   Clock::time_point spawned_at, last_message;
   std::map<int64_t, InFlight> inflight;
-  std::optional<int64_t> running;         // the case inside the code under test
+  std::optional<int64_t> running;             // the case inside the code under test
   std::map<int64_t, std::string> crash_what;  // a worker's own crash report, by case
   int startup_failures = 0;
   std::string fatal;
@@ -64,8 +64,8 @@ struct Slot {
   bool repro_waiting = false;
   // statistics
   int64_t cases = 0, long_cases = 0, respawns = 0;
-  double run_s = 0, up_s = 0, pool_s = 0;        // from the current worker's heartbeat
-  double run_s_done = 0, up_s_done = 0, pool_s_done = 0;  // from workers already gone
+  double run_s = 0, up_s = 0, pool_s = 0;                      // from the current worker's heartbeat
+  double run_s_done = 0, up_s_done = 0, pool_s_done = 0;       // from workers already gone
   json phases = json::object(), phases_done = json::object();  // the target's seconds per phase
 };
 
@@ -135,7 +135,8 @@ class Supervisor {
   bool fatal_usage_ = false;
   std::string fatal_reason_;
   double time_target_s_ = 0, time_oracle_s_ = 0;
-  std::map<std::string, std::pair<int64_t, double>> class_rate_;  // class -> (cases, seconds in code under test + oracle)
+  std::map<std::string, std::pair<int64_t, double>>
+      class_rate_;  // class -> (cases, seconds in code under test + oracle)
 };
 
 }  // namespace vattn::fuzz::supervisor_detail

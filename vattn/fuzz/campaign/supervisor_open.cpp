@@ -19,8 +19,9 @@ void Supervisor::open_campaign() {
     const JournalState st = read_journal(dir_ + "/journal.jsonl");
     const json& c = st.campaign;
     if (!opt_.kernel.empty() && opt_.kernel != c.value("kernel", "")) {
-      throw InputError(dir_, "", "--kernel",
-                       "this campaign fuzzes '" + c.value("kernel", "") + "'; --resume keeps its kernel (leave --kernel out)");
+      throw InputError(
+          dir_, "", "--kernel",
+          "this campaign fuzzes '" + c.value("kernel", "") + "'; --resume keeps its kernel (leave --kernel out)");
     }
     opt_.kernel = c.value("kernel", "");
     StreamConfig sc;
@@ -53,8 +54,8 @@ void Supervisor::open_campaign() {
       const std::string id = fl.value("id", "");
       auto it = st.finding_done.find(id);
       auto hit = st.hits.find(id);
-      Finding& f =
-          findings_->restore(fl, it == st.finding_done.end() ? nullptr : &it->second, hit == st.hits.end() ? 0 : hit->second);
+      Finding& f = findings_->restore(fl, it == st.finding_done.end() ? nullptr : &it->second,
+                                      hit == st.hits.end() ? 0 : hit->second);
       if (f.state == "interrupted") {  // its shrinking was cut short: start it again from the first case
         f.state = "investigating";
         waiting_.push_back({&f, f.first, f.recipe});
@@ -63,14 +64,20 @@ void Supervisor::open_campaign() {
     if (opt_.cases < 0 && opt_.hours < 0) opt_.hours = 8;
     // Coverage is campaign-wide: the recipes of the cases already run come back from the stream.
     for (int64_t i : done_) coverage_.add(stream_->at(i), 0);
-    journal_.append({{"t", "run"}, {"run", run_number_}, {"started", utc_now()}, {"resumed", true},
-                     {"argv", opt_.argv_line}, {"done_before", cases_total_}, {"ledger", opt_.ledger}});
+    journal_.append({{"t", "run"},
+                     {"run", run_number_},
+                     {"started", utc_now()},
+                     {"resumed", true},
+                     {"argv", opt_.argv_line},
+                     {"done_before", cases_total_},
+                     {"ledger", opt_.ledger}});
     return;
   }
   dir_ = opt_.out_dir;
   if (fs::exists(dir_ + "/journal.jsonl")) {
-    throw InputError(dir_, "", "--out", "already holds a campaign (journal.jsonl); continue it with --resume " + dir_ +
-                                            " or choose another --out");
+    throw InputError(
+        dir_, "", "--out",
+        "already holds a campaign (journal.jsonl); continue it with --resume " + dir_ + " or choose another --out");
   }
   fs::create_directories(dir_ + "/findings");
   StreamConfig sc;
@@ -79,12 +86,23 @@ void Supervisor::open_campaign() {
   sc.device_variants = !is_host_target(opt_.kernel);
   stream_ = std::make_unique<CaseStream>(sc);
   journal_.create(dir_ + "/journal.jsonl");
-  json campaign{{"t", "campaign"}, {"schema", kJournalSchema}, {"version", kJournalVersion}, {"kernel", opt_.kernel},
-                {"seed", sc.seed}, {"budget", sc.budget}, {"device_variants", sc.device_variants},
-                {"cases", opt_.cases}, {"created", utc_now()}, {"generator", std::string("vattn ") + VATTN_VERSION}};
+  json campaign{{"t", "campaign"},
+                {"schema", kJournalSchema},
+                {"version", kJournalVersion},
+                {"kernel", opt_.kernel},
+                {"seed", sc.seed},
+                {"budget", sc.budget},
+                {"device_variants", sc.device_variants},
+                {"cases", opt_.cases},
+                {"created", utc_now()},
+                {"generator", std::string("vattn ") + VATTN_VERSION}};
   if (opt_.shard_given) campaign["shard"] = {opt_.shard_index, opt_.shard_count};
   journal_.append(campaign);
-  journal_.append({{"t", "run"}, {"run", run_number_}, {"started", utc_now()}, {"resumed", false}, {"argv", opt_.argv_line},
+  journal_.append({{"t", "run"},
+                   {"run", run_number_},
+                   {"started", utc_now()},
+                   {"resumed", false},
+                   {"argv", opt_.argv_line},
                    {"ledger", opt_.ledger}});
   journal_.sync();
   findings_ = std::make_unique<FindingStore>(dir_, opt_.kernel);

@@ -72,12 +72,17 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
       for (auto& other : slots_)
         if (other->ready && other->proc.command_fd() >= 0)
           send_message(other->proc.command_fd(), {{"op", "known"}, {"sig", finding->signature}});
-      journal_.append({{"t", "finding"}, {"id", finding->id}, {"sig", finding->signature}, {"dir", finding->dir},
-                       {"recipe", f.recipe}, {"first", v.to_json()}, {"run", run_number_},
+      journal_.append({{"t", "finding"},
+                       {"id", finding->id},
+                       {"sig", finding->signature},
+                       {"dir", finding->dir},
+                       {"recipe", f.recipe},
+                       {"first", v.to_json()},
+                       {"run", run_number_},
                        {"elapsed_s", std::round(since(t0_) * 10) / 10}});
-      say("FINDING " + finding->id + " " + printable(finding->signature) + " on case " + std::to_string(f.index) + " (" +
-          s.label + "): " + printable(f.recipe) + (v.detail.empty() ? "" : "\n    " + printable(v.detail)) + "\n    -> " +
-          finding->dir);
+      say("FINDING " + finding->id + " " + printable(finding->signature) + " on case " + std::to_string(f.index) +
+          " (" + s.label + "): " + printable(f.recipe) + (v.detail.empty() ? "" : "\n    " + printable(v.detail)) +
+          "\n    -> " + finding->dir);
       start_investigation(s, *finding, v, f.recipe);
     }
     line["sig"] = finding->signature;
@@ -145,8 +150,11 @@ void Supervisor::finish_investigation(Slot& s) {
     return;  // dispatch() sends them, then comes back here
   }
   f.state = "done";
-  f.investigation = {{"confirmed", inv.confirmed()}, {"shrunk_recipe", shrunk}, {"shrink_steps", inv.steps()},
-                     {"runs", inv.runs()}, {"seconds", std::round(since(s.inv_started) * 10) / 10},
+  f.investigation = {{"confirmed", inv.confirmed()},
+                     {"shrunk_recipe", shrunk},
+                     {"shrink_steps", inv.steps()},
+                     {"runs", inv.runs()},
+                     {"seconds", std::round(since(s.inv_started) * 10) / 10},
                      {"stop_reason", inv.stop_reason()}};
   findings_->save(f);
   journal_.append({{"t", "finding-done"}, {"id", f.id}, {"investigation", f.investigation}});

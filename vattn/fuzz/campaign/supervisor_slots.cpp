@@ -27,8 +27,10 @@ int Supervisor::worker_threads() const {
 }
 
 std::vector<std::string> Supervisor::worker_argv() const {
-  return {opt_.self_exe, "fuzz-worker", "--kernel", opt_.kernel, "--budget", stream_->config().budget,
-          "--threads", std::to_string(worker_threads())};
+  return {opt_.self_exe, "fuzz-worker",
+          "--kernel",    opt_.kernel,
+          "--budget",    stream_->config().budget,
+          "--threads",   std::to_string(worker_threads())};
 }
 
 void Supervisor::make_slots() {
@@ -46,12 +48,15 @@ void Supervisor::make_slots() {
         if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
           throw InputError("", "", "--gpus", "'" + opt_.gpus + "' is not all or a list like 0,1");
         if (std::stoll(item) >= static_cast<long long>(visible.size())) {
-          throw InputError("", "", "--gpus", "GPU " + item + " is not visible (" + std::to_string(visible.size()) + " visible)");
+          throw InputError("", "", "--gpus",
+                           "GPU " + item + " is not visible (" + std::to_string(visible.size()) + " visible)");
         }
         gpus.push_back(visible[static_cast<size_t>(std::stoll(item))]);
       }
     }
-    if (gpus.empty()) throw InputError("", "", "--kernel", "no CUDA device is visible; GPU revisions cannot be fuzzed here (host:* targets can)");
+    if (gpus.empty())
+      throw InputError("", "", "--kernel",
+                       "no CUDA device is visible; GPU revisions cannot be fuzzed here (host:* targets can)");
   }
   for (size_t i = 0; i < gpus.size(); ++i) {
     auto s = std::make_unique<Slot>();
@@ -131,7 +136,8 @@ void Supervisor::dispatch(Slot& s) {
     if (!s.repro_ops.empty()) {
       const auto [recipe, path] = s.repro_ops.front();
       s.repro_ops.pop_front();
-      send_message(s.proc.command_fd(), {{"op", "repro"}, {"index", s.inv_next_index--}, {"recipe", recipe}, {"repro", path}});
+      send_message(s.proc.command_fd(),
+                   {{"op", "repro"}, {"index", s.inv_next_index--}, {"recipe", recipe}, {"repro", path}});
       s.repro_waiting = true;
       return;
     }
@@ -157,7 +163,8 @@ void Supervisor::dispatch(Slot& s) {
     f.work = sc.work;
     f.long_context = sc.long_context;
     const std::string repro = dir_ + "/pending/case" + std::to_string(*idx) + ".h5";
-    if (!send_message(s.proc.command_fd(), {{"op", "case"}, {"index", f.index}, {"recipe", f.recipe}, {"repro", repro}})) {
+    if (!send_message(s.proc.command_fd(),
+                      {{"op", "case"}, {"index", f.index}, {"recipe", f.recipe}, {"repro", repro}})) {
       requeue_.insert(*idx);
       return;
     }
@@ -186,7 +193,8 @@ void Supervisor::handle(Slot& s, const json& m) {
     s.ready = true;
     s.startup_failures = 0;
     for (Finding* f : findings_->all()) send_message(s.proc.command_fd(), {{"op", "known"}, {"sig", f->signature}});
-    for (const LedgerEntry& e : ledger_.entries()) send_message(s.proc.command_fd(), {{"op", "known"}, {"sig", e.signature}});
+    for (const LedgerEntry& e : ledger_.entries())
+      send_message(s.proc.command_fd(), {{"op", "known"}, {"sig", e.signature}});
   } else if (ev == "fatal") {
     s.fatal = m.value("reason", "");
     s.fatal_usage = m.value("usage", false);

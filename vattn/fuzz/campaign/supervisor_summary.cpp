@@ -44,8 +44,8 @@ void Supervisor::progress_line(bool force) {
 void Supervisor::tick() {
   if (since(last_tick_) < 5) return;
   last_tick_ = Clock::now();
-  journal_.append({{"t", "tick"}, {"run", run_number_}, {"elapsed_s", std::round(since(t0_) * 10) / 10},
-                   {"cases", cases_total_}});
+  journal_.append(
+      {{"t", "tick"}, {"run", run_number_}, {"elapsed_s", std::round(since(t0_) * 10) / 10}, {"cases", cases_total_}});
   for (auto* f : findings_->all()) findings_->save(*f);  // counts
 }
 
@@ -92,18 +92,20 @@ std::string Supervisor::summary_text(const std::string& reason) const {
     for (auto it = s->phases.begin(); it != s->phases.end(); ++it)
       if (it.value().is_number()) ph[it.key()] = ph.value(it.key(), 0.0) + it.value().get<double>();
     for (auto it = ph.begin(); it != ph.end(); ++it) {
-      std::snprintf(buf, sizeof buf, "%s %s %.1f s", it == ph.begin() ? ":" : ",", it.key().c_str(), it.value().get<double>());
+      std::snprintf(buf, sizeof buf, "%s %s %.1f s", it == ph.begin() ? ":" : ",", it.key().c_str(),
+                    it.value().get<double>());
       os << buf;
     }
   }
-  std::snprintf(buf, sizeof buf, "\n    sum over cases: code under test %.1f s, checks and oracles %.1f s\n", time_target_s_,
-                time_oracle_s_);
+  std::snprintf(buf, sizeof buf, "\n    sum over cases: code under test %.1f s, checks and oracles %.1f s\n",
+                time_target_s_, time_oracle_s_);
   os << buf;
   auto fs_all = const_cast<FindingStore&>(*findings_).all();
-  os << "  findings: " << fs_all.size() << (new_findings_ ? " (" + std::to_string(new_findings_) + " new this run)" : "")
-     << "\n";
+  os << "  findings: " << fs_all.size()
+     << (new_findings_ ? " (" + std::to_string(new_findings_) + " new this run)" : "") << "\n";
   for (const Finding* f : fs_all) {
-    const std::string shrunk = f->investigation.is_object() ? f->investigation.value("shrunk_recipe", f->recipe) : f->recipe;
+    const std::string shrunk =
+        f->investigation.is_object() ? f->investigation.value("shrunk_recipe", f->recipe) : f->recipe;
     os << "    [" << f->id << "] " << printable(f->signature) << "  x" << f->count << "  (" << f->state << ")\n"
        << "        first: case " << f->first.index << ": " << printable(f->recipe) << "\n"
        << (f->first.detail.empty() ? "" : "        detail: " + printable(f->first.detail) + "\n")
@@ -114,23 +116,34 @@ std::string Supervisor::summary_text(const std::string& reason) const {
   if (!ledger_.path().empty()) {
     os << "  ledger " << ledger_.path() << ": " << tolerated_total_ << " tolerated case(s)\n";
     for (const LedgerEntry& le : ledger_.entries())
-      os << "    " << printable(le.signature) << " on " << printable(le.kernel) << "  x" << le.count << "  (" << printable(le.reason)
-         << ")\n";
+      os << "    " << printable(le.signature) << " on " << printable(le.kernel) << "  x" << le.count << "  ("
+         << printable(le.reason) << ")\n";
   }
   os << "  coverage (campaign):\n" << coverage_.text();
   return os.str();
 }
 
 void Supervisor::write_summary(const std::string& reason) {
-  json j{{"schema", "vattn-fuzz-summary"}, {"version", 1}, {"kernel", opt_.kernel}, {"seed", stream_->config().seed},
-         {"budget", stream_->config().budget}, {"campaign", dir_}, {"stopped", reason},
+  json j{{"schema", "vattn-fuzz-summary"},
+         {"version", 1},
+         {"kernel", opt_.kernel},
+         {"seed", stream_->config().seed},
+         {"budget", stream_->config().budget},
+         {"campaign", dir_},
+         {"stopped", reason},
          {"this_run", {{"elapsed_s", since(t0_)}, {"cases", cases_this_run_}, {"long_cases", long_this_run_}}},
-         {"campaign_cases", cases_total_}, {"failed", failed_total_}, {"suite_errors", suite_errors_},
-         {"verdicts", by_verdict_}, {"coverage", coverage_.to_json()}};
+         {"campaign_cases", cases_total_},
+         {"failed", failed_total_},
+         {"suite_errors", suite_errors_},
+         {"verdicts", by_verdict_},
+         {"coverage", coverage_.to_json()}};
   json slots = json::array();
   for (const auto& s : slots_) {
-    slots.push_back({{"label", s->label}, {"cases", s->cases}, {"long_cases", s->long_cases},
-                     {"up_s", s->up_s_done + s->up_s}, {"main_busy_s", s->run_s_done + s->run_s},
+    slots.push_back({{"label", s->label},
+                     {"cases", s->cases},
+                     {"long_cases", s->long_cases},
+                     {"up_s", s->up_s_done + s->up_s},
+                     {"main_busy_s", s->run_s_done + s->run_s},
                      {"worker_starts", s->respawns}});
   }
   j["workers"] = slots;

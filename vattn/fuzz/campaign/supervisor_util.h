@@ -13,7 +13,7 @@ using Clock = std::chrono::steady_clock;
 
 inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string utc_now();     // 2024-01-31T12:00:00Z
+std::string utc_now();      // 2024-01-31T12:00:00Z
 std::string hms(double s);  // 01:02:03
 
 inline bool is_host_target(const std::string& kernel) { return kernel.rfind("host:", 0) == 0; }

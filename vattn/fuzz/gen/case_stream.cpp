@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "vattn/case/case.h"
-#include "vattn/recipe/vocab.h"
 #include "vattn/gen/gen_rng.h"
 #include "vattn/gen/gen_values.h"
+#include "vattn/recipe/vocab.h"
 
 namespace vattn::fuzz {
 
@@ -25,8 +25,9 @@ uint64_t draw(uint64_t seed, uint64_t stream, int64_t index) {
 // drafts first (halving the largest T_b), then heads, then the other prefixes.
 void make_long(Recipe& r, const GenBudget& b, uint64_t bits) {
   static const std::vector<int> edges{65536, 65537, 70001, 131072, 199999, 262143, 262144};
-  const int p = (bits & 1) ? edges[(bits >> 1) % edges.size()]
-                           : kLongPrefix + static_cast<int>((bits >> 8) % static_cast<uint64_t>(b.max_prefix - kLongPrefix + 1));
+  const int p =
+      (bits & 1) ? edges[(bits >> 1) % edges.size()]
+                 : kLongPrefix + static_cast<int>((bits >> 8) % static_cast<uint64_t>(b.max_prefix - kLongPrefix + 1));
   r.prefix[0] = std::max(r.prefix[0], std::min(p, b.max_prefix));
   auto sum_p = [&r] {
     int64_t s = 0;
@@ -109,7 +110,8 @@ StreamCase CaseStream::at(int64_t index) const {
     }
   }
   sc.work = recipe_work(sc.recipe);
-  sc.long_context = std::any_of(sc.recipe.prefix.begin(), sc.recipe.prefix.end(), [](int p) { return p >= kLongPrefix; });
+  sc.long_context =
+      std::any_of(sc.recipe.prefix.begin(), sc.recipe.prefix.end(), [](int p) { return p >= kLongPrefix; });
   return sc;
 }
 

@@ -45,11 +45,11 @@ class CaseStream {
 };
 
 // One recipe's size class and coverage buckets, for progress lines and the summary.
-std::string size_class(const StreamCase& c);   // "short" | "long"
-std::string prefix_bucket(const Recipe& r);    // largest P_b: "0", "1-64", "65-4096", "4097-65535", ">=65536"
-std::string draft_bucket(const Recipe& r);     // largest T_b: "1", "2-16", "17-64", "65-256", ">=257"
-std::string batch_bucket(const Recipe& r);     // "1", "2-4", "5-16", ">16"
-std::string split_class(const Recipe& r);      // "auto", "1", "<=tiles", ">tiles (empty splits)", ">=32"
-std::string pool_class(const Recipe& r);       // "ordinary" | "slot*576 >= 2^31" | "slot*576 >= 2^32"
+std::string size_class(const StreamCase& c);  // "short" | "long"
+std::string prefix_bucket(const Recipe& r);   // largest P_b: "0", "1-64", "65-4096", "4097-65535", ">=65536"
+std::string draft_bucket(const Recipe& r);    // largest T_b: "1", "2-16", "17-64", "65-256", ">=257"
+std::string batch_bucket(const Recipe& r);    // "1", "2-4", "5-16", ">16"
+std::string split_class(const Recipe& r);     // "auto", "1", "<=tiles", ">tiles (empty splits)", ">=32"
+std::string pool_class(const Recipe& r);      // "ordinary" | "slot*576 >= 2^31" | "slot*576 >= 2^32"
 
 }  // namespace vattn::fuzz

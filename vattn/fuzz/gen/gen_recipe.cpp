@@ -36,7 +36,9 @@ class Draw {
     return std::clamp<int64_t>(v, lo, hi);
   }
   template <class T>
-  const T& pick(const std::vector<T>& v) { return v[static_cast<size_t>(in(0, static_cast<int64_t>(v.size()) - 1))]; }
+  const T& pick(const std::vector<T>& v) {
+    return v[static_cast<size_t>(in(0, static_cast<int64_t>(v.size()) - 1))];
+  }
   size_t weighted(std::initializer_list<int> weights) {
     int total = 0;
     for (int w : weights) total += w;
@@ -168,17 +170,22 @@ GenBudget GenBudget::from_lookup(const std::function<const char*(const char*)>& 
   GenBudget b;
   if (const char* name = lookup("VATTN_FUZZ_BUDGET"); name != nullptr && *name != '\0') {
     const std::string n = name;
-    if (n == "small") b = small();
-    else if (n == "medium") b = medium();
-    else if (n == "large") b = large();
-    else throw InputError("", "", "VATTN_FUZZ_BUDGET", "must be small, medium or large, got '" + n + "'");
+    if (n == "small")
+      b = small();
+    else if (n == "medium")
+      b = medium();
+    else if (n == "large")
+      b = large();
+    else
+      throw InputError("", "", "VATTN_FUZZ_BUDGET", "must be small, medium or large, got '" + n + "'");
   }
   // Each cap is the largest value a recipe line can carry, so every generated case can be
   // written down and re-created from its line.
   auto override_int = [&](const char* var, int& field, int64_t cap) {
     if (const char* v = lookup(var); v != nullptr && *v != '\0') {
       const int64_t x = parse_positive(var, v);
-      if (x > cap) throw InputError("", "", var, std::string("is too large: '") + v + "' (at most " + std::to_string(cap) + ")");
+      if (x > cap)
+        throw InputError("", "", var, std::string("is too large: '") + v + "' (at most " + std::to_string(cap) + ")");
       field = static_cast<int>(x);
       b.name += std::string(" ") + var + "=" + v;
     }
@@ -201,11 +208,10 @@ GenBudget GenBudget::from_lookup(const std::function<const char*(const char*)>& 
 }
 
 const std::vector<std::string>& GenBudget::env_vars() {
-  static const std::vector<std::string> v{"VATTN_FUZZ_BUDGET",          "VATTN_FUZZ_MAX_BATCH",
-                                          "VATTN_FUZZ_MAX_HEADS",       "VATTN_FUZZ_MAX_PREFIX",
-                                          "VATTN_FUZZ_MAX_DRAFTS",      "VATTN_FUZZ_MAX_TOTAL_KV",
-                                          "VATTN_FUZZ_MAX_TOTAL_DRAFTS", "VATTN_FUZZ_MAX_WORK",
-                                          "VATTN_FUZZ_MAX_SPLITS"};
+  static const std::vector<std::string> v{
+      "VATTN_FUZZ_BUDGET",           "VATTN_FUZZ_MAX_BATCH",  "VATTN_FUZZ_MAX_HEADS",
+      "VATTN_FUZZ_MAX_PREFIX",       "VATTN_FUZZ_MAX_DRAFTS", "VATTN_FUZZ_MAX_TOTAL_KV",
+      "VATTN_FUZZ_MAX_TOTAL_DRAFTS", "VATTN_FUZZ_MAX_WORK",   "VATTN_FUZZ_MAX_SPLITS"};
   return v;
 }
 
@@ -240,7 +246,8 @@ const std::vector<int>& prefix_edges() {
   return v;
 }
 const std::vector<int>& draft_edges() {
-  static const std::vector<int> v{1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1024, 1025};
+  static const std::vector<int> v{1,   2,   3,   15,  16,  17,  31,  32,  33,  63,   64,  65,
+                                  127, 128, 129, 255, 256, 257, 511, 512, 513, 1024, 1025};
   return v;
 }
 
@@ -262,8 +269,10 @@ void check_within_budget(const Recipe& r, const GenBudget& b) {
   if (r.heads < 1 || r.heads > b.max_heads) fail("H", "= " + std::to_string(r.heads));
   int64_t sum_p = 0, sum_t = 0;
   for (size_t i = 0; i < r.prefix.size(); ++i) {
-    if (r.prefix[i] < 0 || r.prefix[i] > b.max_prefix) fail("P", "[" + std::to_string(i) + "] = " + std::to_string(r.prefix[i]));
-    if (r.drafts[i] < 1 || r.drafts[i] > b.max_drafts) fail("T", "[" + std::to_string(i) + "] = " + std::to_string(r.drafts[i]));
+    if (r.prefix[i] < 0 || r.prefix[i] > b.max_prefix)
+      fail("P", "[" + std::to_string(i) + "] = " + std::to_string(r.prefix[i]));
+    if (r.drafts[i] < 1 || r.drafts[i] > b.max_drafts)
+      fail("T", "[" + std::to_string(i) + "] = " + std::to_string(r.drafts[i]));
     sum_p += r.prefix[i];
     sum_t += r.drafts[i];
   }
@@ -312,10 +321,10 @@ rc::Gen<int> gen_split_count(int tiles, int max_splits) {
     const int64_t t = std::max(tiles, 1), m = std::max(max_splits, 0);
     int64_t s = 0;
     switch (d.weighted({35, 10, 25, 15, 15})) {
-      case 0: s = 0; break;                        // the kernel chooses
-      case 1: s = 1; break;                        // no split at all
-      case 2: s = d.in(1, t); break;               // up to one split per 32-key tile
-      case 3: s = t + d.in(1, 4); break;           // more splits than tiles: some are empty
+      case 0: s = 0; break;               // the kernel chooses
+      case 1: s = 1; break;               // no split at all
+      case 2: s = d.in(1, t); break;      // up to one split per 32-key tile
+      case 3: s = t + d.in(1, 4); break;  // more splits than tiles: some are empty
       default: s = d.in(1, std::max<int64_t>(m, 1)); break;
     }
     return int_toward(static_cast<int>(std::min(s, m)), 0);

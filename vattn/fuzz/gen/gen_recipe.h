@@ -30,7 +30,7 @@ struct GenBudget {
   int64_t max_total_kv = 600;     // sum_b P_b (referenced prefix rows)
   int64_t max_total_drafts = 96;  // sum_b T_b (query rows)
   int64_t max_work = 40000;
-  int max_splits = 24;            // forced split counts are drawn in [0, max_splits]
+  int max_splits = 24;  // forced split counts are drawn in [0, max_splits]
 
   static GenBudget small();   // CPU default: every property in well under a minute on 2 cores
   static GenBudget medium();  // longer CPU runs: reaches 4099 and DDTree-sized drafts
@@ -54,10 +54,10 @@ struct GenBudget {
 };
 
 // Names in shrink order: the first is where shrinking ends.
-const std::vector<std::string>& tree_kinds();  // chain first
-const std::vector<std::string>& pool_layouts();  // contiguous first
+const std::vector<std::string>& tree_kinds();      // chain first
+const std::vector<std::string>& pool_layouts();    // contiguous first
 const std::vector<std::string>& value_profiles();  // uniform first
-const std::vector<int>& head_choices();  // 1, 2, 3, 8, 16, 32, 64, 128
+const std::vector<int>& head_choices();            // 1, 2, 3, 8, 16, 32, 64, 128
 
 // Edge values the generators favour (tile edges at 32 and 64, primes, the spec's known sizes).
 const std::vector<int>& prefix_edges();

@@ -49,9 +49,10 @@ class LineReader {
 // (crash | hang | died), the case's index, its repro and times.
 struct Verdict : testbed::Verdict {
   Verdict() = default;
-  Verdict(const testbed::Verdict& v) : testbed::Verdict(v) {}  // NOLINT(google-explicit-constructor): a judgement is a verdict
+  Verdict(const testbed::Verdict& v)
+      : testbed::Verdict(v) {}  // NOLINT(google-explicit-constructor): a judgement is a verdict
   int64_t index = -1;
-  std::string repro;              // path of the repro the worker wrote, or ""
+  std::string repro;                               // path of the repro the worker wrote, or ""
   double target_s = 0, oracle_s = 0, total_s = 0;  // time in the code under test, in the oracle, start to verdict
   // The finding's identity: one bug hit ten thousand times is one signature.
   std::string signature() const;

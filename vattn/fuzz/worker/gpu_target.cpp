@@ -40,8 +40,11 @@ class GpuTarget : public Target {
   }
   std::string name() const override { return rev_.name(); }
   json phase_seconds() const override {
-    return {{"upload", upload_s_.load()}, {"naive oracle", oracle_s_.load()}, {"kernel runs", kernel_s_.load()},
-            {"fp32-partials runs", zero_s_.load()}, {"staged upload (pool threads)", staged_s_.load()}};
+    return {{"upload", upload_s_.load()},
+            {"naive oracle", oracle_s_.load()},
+            {"kernel runs", kernel_s_.load()},
+            {"fp32-partials runs", zero_s_.load()},
+            {"staged upload (pool threads)", staged_s_.load()}};
   }
   std::string device() const override { return device_; }
   bool device_variants() const override { return true; }
@@ -141,7 +144,9 @@ class GpuTarget : public Target {
     o.oracle = gpu_oracle ? testbed::OracleChoice::kNaiveGpu : testbed::OracleChoice::kCpu;
     if (faulted) {
       o.properties.add(Property::kInjectedFault);
-      o.inject = [this, &c, r](DeviceCase& dc, const KernelRunner& runner) { return inject(dc, c, r, runner.limits()); };
+      o.inject = [this, &c, r](DeviceCase& dc, const KernelRunner& runner) {
+        return inject(dc, c, r, runner.limits());
+      };
       return o;
     }
     // Every case that has a partly visible draft: one KV row up and back, one more kernel run.
@@ -190,6 +195,7 @@ class GpuTarget : public Target {
    public:
     explicit Phase(std::atomic<double>& total) : total_(total), t0_(std::chrono::steady_clock::now()) {}
     ~Phase() { add(total_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count()); }
+
    private:
     std::atomic<double>& total_;
     std::chrono::steady_clock::time_point t0_;
@@ -205,7 +211,8 @@ class GpuTarget : public Target {
 
 std::unique_ptr<Target> make_gpu_target(const TargetOptions& options) {
   Revision rev = load_revision(options.spec);
-  if (cuda_device_count() == 0) throw InputError("", "", "--kernel", "no CUDA device is visible: GPU revisions cannot run here");
+  if (cuda_device_count() == 0)
+    throw InputError("", "", "--kernel", "no CUDA device is visible: GPU revisions cannot run here");
   return std::make_unique<GpuTarget>(std::move(rev), options.envelope);
 }
 

@@ -10,8 +10,8 @@
 
 #include <unistd.h>
 
-#include "vattn/recipe/vocab.h"
 #include "vattn/fuzz/worker/target.h"
+#include "vattn/recipe/vocab.h"
 #include "vattn/testbed/repro.h"
 #include "vattn/testbed/verdict.h"
 
@@ -47,12 +47,15 @@ std::vector<FaultRule> parse_rules(const std::string& text) {
     const size_t at = item.find('@'), eq = item.find('=');
     FaultRule f;
     f.action = item.substr(0, at);
-    const bool known = f.action == "crash" || f.action == "abort" || f.action == "hang" || f.action == "exit" ||
-                       f.action == "wrong";
-    if (at == std::string::npos || eq != at + 2 || !known || std::string("PTHB").find(item[at + 1]) == std::string::npos) {
+    const bool known =
+        f.action == "crash" || f.action == "abort" || f.action == "hang" || f.action == "exit" || f.action == "wrong";
+    if (at == std::string::npos || eq != at + 2 || !known ||
+        std::string("PTHB").find(item[at + 1]) == std::string::npos) {
       throw InputError("", "", "--kernel",
-                       "host:faulty rule '" + item + "' is not ACTION@FIELD=VALUE (ACTION crash|abort|hang|exit|wrong, "
-                       "FIELD P|T|H|B), e.g. " + kFaultyDefaultRules);
+                       "host:faulty rule '" + item +
+                           "' is not ACTION@FIELD=VALUE (ACTION crash|abort|hang|exit|wrong, "
+                           "FIELD P|T|H|B), e.g. " +
+                           kFaultyDefaultRules);
     }
     f.field = item[at + 1];
     const std::string num = item.substr(eq + 1);
@@ -99,7 +102,8 @@ class HostReference : public Target {
       const Reference ref = oracle_fp64(c);
       Verdict v = testbed::compare_verdict(c, {&ref, result.get(), testbed::kOracleFp64}, *out, *lse, name_);
       if (repro.wanted(v)) {
-        testbed::write_repro_file(c, repro.path, name_, &ref, testbed::kOracleFp64, out.get(), lse.get(), v.signature());
+        testbed::write_repro_file(c, repro.path, name_, &ref, testbed::kOracleFp64, out.get(), lse.get(),
+                                  v.signature());
         v.repro = repro.path;
       }
       return v;

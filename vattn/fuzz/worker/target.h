@@ -15,9 +15,9 @@
 #include <string>
 
 #include "vattn/case/case.h"
-#include "vattn/gen/generate.h"
 #include "vattn/fuzz/gen/gen_recipe.h"
 #include "vattn/fuzz/protocol/protocol.h"
+#include "vattn/gen/generate.h"
 
 namespace vattn::fuzz {
 
@@ -61,8 +61,8 @@ class Target {
 };
 
 struct TargetOptions {
-  std::string spec;     // --kernel: a revision name or .so path, or host:NAME
-  GenBudget envelope;   // plan limits for GPU targets (the stream's envelope)
+  std::string spec;    // --kernel: a revision name or .so path, or host:NAME
+  GenBudget envelope;  // plan limits for GPU targets (the stream's envelope)
 };
 
 // host:bf16-reference, host:faulty[:RULE,...] (host_targets.cpp). nullptr when `spec` is not

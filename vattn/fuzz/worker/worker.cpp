@@ -51,8 +51,10 @@ class Pool {
   void push(std::function<void()> task, bool urgent) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (urgent) tasks_.push_front(std::move(task));
-      else tasks_.push_back(std::move(task));
+      if (urgent)
+        tasks_.push_front(std::move(task));
+      else
+        tasks_.push_back(std::move(task));
     }
     cv_.notify_one();
   }
@@ -156,7 +158,8 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
   try {
     target = make_host_target(options.target);
     if (!target) {
-      if (!gpu_factory) throw InputError("", "", "--kernel", "this vattn was built without GPU support; only host:* targets run");
+      if (!gpu_factory)
+        throw InputError("", "", "--kernel", "this vattn was built without GPU support; only host:* targets run");
       target = gpu_factory(options.target);
     }
   } catch (const InputError& e) {
@@ -166,10 +169,14 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
     report.send({{"ev", "fatal"}, {"reason", std::string(e.what())}});
     return 2;
   }
-  const int threads = options.threads > 0 ? options.threads
-                                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
-  report.send({{"ev", "ready"}, {"target", target->name()}, {"device", target->device()}, {"threads", threads},
-               {"device_variants", target->device_variants()}, {"pid", static_cast<int64_t>(::getpid())}});
+  const int threads =
+      options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
+  report.send({{"ev", "ready"},
+               {"target", target->name()},
+               {"device", target->device()},
+               {"threads", threads},
+               {"device_variants", target->device_variants()},
+               {"pid", static_cast<int64_t>(::getpid())}});
 
   Pool pool(threads);
   ReadyQueue ready;
@@ -181,8 +188,12 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
 
   std::thread heartbeat([&] {
     while (!done) {
-      report.send({{"ev", "hb"}, {"busy", busy.load()}, {"run_s", run_s.load()}, {"pool_s", pool.busy_s.load()},
-                   {"up_s", seconds_since(t_start)}, {"phases", target->phase_seconds()}});
+      report.send({{"ev", "hb"},
+                   {"busy", busy.load()},
+                   {"run_s", run_s.load()},
+                   {"pool_s", pool.busy_s.load()},
+                   {"up_s", seconds_since(t_start)},
+                   {"phases", target->phase_seconds()}});
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   });

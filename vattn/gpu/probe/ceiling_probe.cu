@@ -24,15 +24,15 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <cuda_runtime_api.h>
+#include <CLI/CLI.hpp>
 
-#include "vattn/gpu/bench_kernels.h"
-#include "vattn/gpu/cuda_check.h"
-#include "vattn/gpu/device_buffer.h"
 #include "kernels/mma_sm80.cuh"
 #include "kernels/split_params.h"
 #include "kernels/split_tile.cuh"
+#include "vattn/gpu/bench_kernels.h"
+#include "vattn/gpu/cuda_check.h"
+#include "vattn/gpu/device_buffer.h"
 
 namespace vattn::kern {
 namespace {
@@ -197,7 +197,8 @@ const Variant kVariants[] = {
      "both, with the two barriers per tile the decomposition needs"},
     {"full", probe_kernel<true, true, true>, true, kRowsPerTile, kSmemBytes,
      "plus the S exchange, online softmax and rescale (split-v1's per-tile code)"},
-    {"copy-x2", stream_kernel<2>, false, kRowsPerTile, kStreamSmem(2), "the KV stream alone, 2 stages, 2 tiles in flight"},
+    {"copy-x2", stream_kernel<2>, false, kRowsPerTile, kStreamSmem(2),
+     "the KV stream alone, 2 stages, 2 tiles in flight"},
     {"copy-x3", stream_kernel<3>, false, kRowsPerTile, kStreamSmem(3), "3 stages, 3 tiles in flight"},
     {"copy-x4", stream_kernel<4>, false, kRowsPerTile, kStreamSmem(4), "4 stages, 4 tiles in flight"},
 };
@@ -293,8 +294,14 @@ int parse_options(int argc, char** argv, Options& opt) {
   app.set_help_flag();
   app.allow_extras();
   for (Numeric& n : numeric)
-    app.add_option(n.name, n.text)->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("--only", opt.only)->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    app.add_option(n.name, n.text)
+        ->expected(1)
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--only", opt.only)
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ArgumentMismatch&) {  // an option as the last argument
@@ -307,9 +314,11 @@ int parse_options(int argc, char** argv, Options& opt) {
   if (!app.remaining().empty()) {
     const std::string extra = app.remaining().front();
     if (extra.size() > 1 && extra[0] == '-')
-      std::fprintf(stderr, "vattn_ceiling_probe: unknown option '%s' (--help lists them)\n", extra.substr(0, extra.find('=')).c_str());
+      std::fprintf(stderr, "vattn_ceiling_probe: unknown option '%s' (--help lists them)\n",
+                   extra.substr(0, extra.find('=')).c_str());
     else
-      std::fprintf(stderr, "vattn_ceiling_probe: unexpected argument '%s' (it takes options only; --help)\n", extra.c_str());
+      std::fprintf(stderr, "vattn_ceiling_probe: unexpected argument '%s' (it takes options only; --help)\n",
+                   extra.c_str());
     return 2;
   }
   for (const char* name : {"--keys", "--row-groups", "--reps", "--only"}) {
@@ -321,9 +330,10 @@ int parse_options(int argc, char** argv, Options& opt) {
   for (const Numeric& n : numeric) {
     if (n.text.empty() && app.count(n.name) == 0) continue;
     if (!parse_long(n.text, n.lo, n.hi, *n.target) || (n.target == &opt.keys && opt.keys % kern::kKeysPerTile != 0)) {
-      const std::string kind = n.target == &opt.keys ? "a multiple of " + std::to_string(kern::kKeysPerTile) : "an integer";
-      std::fprintf(stderr, "vattn_ceiling_probe: %s needs %s in %ld..%ld (got '%s')\n", n.name, kind.c_str(), n.lo, n.hi,
-                   n.text.c_str());
+      const std::string kind =
+          n.target == &opt.keys ? "a multiple of " + std::to_string(kern::kKeysPerTile) : "an integer";
+      std::fprintf(stderr, "vattn_ceiling_probe: %s needs %s in %ld..%ld (got '%s')\n", n.name, kind.c_str(), n.lo,
+                   n.hi, n.text.c_str());
       return 2;
     }
   }
@@ -373,8 +383,8 @@ int run(const Options& opt) {
   VATTN_CUDA(cudaEventCreate(&e0));
   VATTN_CUDA(cudaEventCreate(&e1));
   std::printf("device %s (%d SMs); mma.sync bf16 peak measured now: %.0f TFLOP/s\n", prop.name, sms, peak);
-  std::printf("%d blocks (one per SM) x %ld keys, %ld blocks per key range; median of %ld launches\n", blocks,
-              opt.keys, opt.row_groups, opt.reps);
+  std::printf("%d blocks (one per SM) x %ld keys, %ld blocks per key range; median of %ld launches\n", blocks, opt.keys,
+              opt.row_groups, opt.reps);
   std::printf("%-10s %5s %10s %14s %12s\n", "variant", "rows", "us", "ns/32 keys", "% mma peak");
   int failed = 0;
   const size_t half_sm = prop.sharedMemPerMultiprocessor / 2 + 1;
@@ -384,7 +394,8 @@ int run(const Options& opt) {
     VATTN_CUDA(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(v.kernel)));
     const size_t optin = prop.sharedMemPerBlockOptin - attr.sharedSizeBytes;  // dynamic bytes a launch may ask for
     if (v.smem > optin) {
-      std::printf("%-10s needs %zu B of shared memory per block; this GPU allows %zu: not run\n", v.name, v.smem, optin);
+      std::printf("%-10s needs %zu B of shared memory per block; this GPU allows %zu: not run\n", v.name, v.smem,
+                  optin);
       ++failed;
       continue;
     }
