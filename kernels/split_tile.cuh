@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The per-tile math of split-v1's work item (32 query rows x one 32-key stage), in the order
 // the partial kernel runs it. Shared by the kernel (split_partial.cuh) and by
-// vattn_ceiling_probe (src/gpu/probe/), so that the probe times the kernel's own per-tile math.
+// vattn_ceiling_probe (vattn/gpu/probe/), so that the probe times the kernel's own per-tile math.
 //  1. S partial: warp (dq, kh) multiplies its d_qk quarter dq (Q in registers) by key half kh;
 //  2. softmax: warp w owns rows 4w..4w+3, sums the four partials in a fixed order, and (after
 //     the caller's masking) keeps the running max and sum, writes P (bf16) and the rescale;

@@ -2,7 +2,7 @@
 /* The timing probe's read-out, a second C symbol that only a revision built with -DVATTN_TIMELINE
  * exports (revisions/libvattn_rev_v2_timeline.so; never a shipped revision). Its kernels stamp
  * %globaltimer (ns, comparable across SMs) and clock64 (this SM's cycles) at fixed points from
- * thread 0 of each block; vattn_timeline_probe (src/gpu/probe/) runs a call and reads them.
+ * thread 0 of each block; vattn_timeline_probe (vattn/gpu/probe/) runs a call and reads them.
  *
  * Partial kernel, block k < VATTN_TL_BLOCKS, slot s of VATTN_TL_SLOTS:
  *   0 entry, 1 past pdl_wait (the planner has completed);
