@@ -9,6 +9,6 @@ if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }
   [ "${VATTN_REQUIRE_GPU:-0}" = 1 ] && exit 1
   exit 77
 fi
-bash "$expect" 0 --out "copy+math" --out "w48s4:c+m" --no-out "NOT VALID" --no-out "not run" -- \
+bash "$expect" 0 --out "copy+math" --out "copy-x4" --no-out "NOT VALID" --no-out "not run" -- \
   "$probe" --keys 64 --reps 1
 # SPDX-License-Identifier: Apache-2.0
