@@ -2,7 +2,7 @@
 # Runs the gpu-labelled tests from a staged build (scripts/device/stage.sh) on a GPU machine
 # whose checkout sits at a different absolute path: the recorded paths are rewritten first.
 #   bash scripts/device/run.sh                 # ctest -L gpu: each revision-dependent test once per
-#                                              # in-tree revision ("split-v1: ...", "split-v2: ...")
+#                                              # in-tree revision ("split-v1:...", "split-v2:...")
 #   bash scripts/device/run.sh --sanitize      # the [sanitize] tests under compute-sanitizer memcheck
 #                                              # (--padding), racecheck, initcheck, synccheck, per revision
 # Anything else goes to ctest (e.g. -R edges); --sanitize may come anywhere. Logs go to $OUT when set.

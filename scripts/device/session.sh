@@ -2,7 +2,7 @@
 # One GPU-machine session, everything in one call (device time is scarce), from a staged build
 # (scripts/device/stage.sh; carry .device). Steps, in the order given:
 #   tests     ctest -L gpu (scripts/device/run.sh): every revision-dependent GPU test once per in-tree
-#             revision ("split-v1: ...", "split-v2: ..."), the others once
+#             revision ("split-v1:...", "split-v2:..."), the others once
 #   planted   the tests of the tests: each planted kernel bug must be caught by a property
 #   sanitize  the sanitizer set under compute-sanitizer memcheck, racecheck, initcheck, synccheck
 #   replay    vattn replay of fixtures/*.h5 with each in-tree revision (replay-<revision>.log, .json)
