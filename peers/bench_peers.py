@@ -11,8 +11,8 @@ as vattn/gpu/bench.cpp does). In the same run it calls `vattn bench --json` for 
 revision and prints one table: each kernel's graph-replay time (median of --reps single replays
 after --warmup, CUDA events, as vattn bench times graph_us) and its share of the roofline
 vattn bench measured (max(bytes / copy GB/s, flops / mma.sync TFLOP/s): the same ceilings for
-all), and each peer's time over split-v1's (and over the other revisions'). A second table gives
-the same replays queued behind a --gate-us spin kernel, as vattn bench times queued_us: GPU time
+all), and each peer's time over each revision's (split-v2, the shipped one, by default). A second
+table gives the same replays queued behind a --gate-us spin kernel, as vattn bench times queued_us: GPU time
 alone, without the host's graph-launch latency. With --revision-lib, vattn revision libraries
 run in the same loop as the peers (same tensors, same replays, vattn.revision_lib), so a
 revision and a peer are compared without two harnesses in between; with --accuracy each
@@ -76,7 +76,7 @@ def parse_args(argv):
 
     ap.add_argument("--vattn", default=dev("build", "vattn"), metavar="PATH", help="the vattn binary (default: %(default)s)")
     ap.add_argument("--kernel", action="append", metavar="REV",
-                    help="kernel revisions for `vattn bench --kernel` (repeat, or a comma list; default: split-v1); "
+                    help="kernel revisions for `vattn bench --kernel` (repeat, or a comma list; default: split-v2); "
                          "the first one timed gives the roofline; one not available is reported")
     ap.add_argument("--no-vattn", action="store_true", help="do not run vattn bench (no roofline, no ratios)")
     ap.add_argument("--peers", type=peer_list, default=list(PEERS), metavar="LIST",
@@ -118,7 +118,7 @@ def parse_args(argv):
                  "--warmup >= 0")
     if a.no_vattn and a.kernel:
         ap.error("--kernel and --no-vattn exclude each other")
-    kernels = [k for arg in (a.kernel or ["split-v1"]) for k in arg.split(",") if k]
+    kernels = [k for arg in (a.kernel or ["split-v2"]) for k in arg.split(",") if k]
     a.kernel = [] if a.no_vattn else list(dict.fromkeys(kernels))
     return a
 

@@ -7,8 +7,8 @@
 #            --flashinfer-lib with fa2, fa2 held to sm_120's shared memory (--flashinfer-smem sm120)
 #            and fa3 into the same files (outputs/flashinfer-fa2, -fa2-smem102400, -fa3); the tree
 #            file must be skipped with the reason
-#   replay   vattn replay of those files --kernel split-v1: every stored FlashInfer output and
-#            split-v1 against the oracle. Passes when split-v1 passes everywhere and every
+#   replay   vattn replay of those files --kernel split-v2: every stored FlashInfer output and
+#            split-v2 against the oracle. Passes when split-v2 passes everywhere and every
 #            FlashInfer output is within the output bound; a FlashInfer row failing only its lse
 #            bound is printed as a finding about the peer (FlashInfer 0.7.2's fa2 on the H200)
 #   bench    peers/bench_peers.py: the full table (vattn bench of $VATTN_PEERS_KERNELS, default
@@ -73,16 +73,16 @@ if has cases; then
 fi
 
 if has replay; then
-  echo "---- replay: the stored FlashInfer outputs and split-v1 against the oracle"
-  timeout "$(limit 200)" "$b/vattn" replay "${files[@]}" --kernel split-v1 --json "$out/replay.json" > "$out/replay.log" 2>&1
+  echo "---- replay: the stored FlashInfer outputs and split-v2 against the oracle"
+  timeout "$(limit 200)" "$b/vattn" replay "${files[@]}" --kernel split-v2 --json "$out/replay.json" > "$out/replay.log" 2>&1
   code=$?
-  grep -E "flashinfer|kernel:split-v1" "$out/replay.log" | awk '{print $2, ($3 == "(stored)" ? $4 : $3)}' | sort | uniq -c
+  grep -E "flashinfer|kernel:split-v2" "$out/replay.log" | awk '{print $2, ($3 == "(stored)" ? $4 : $3)}' | sort | uniq -c
   grep -E "FAIL|replay:" "$out/replay.log" | tail -8
   # every file's cases must carry all three FlashInfer outputs
   n=$(grep -cE "flashinfer-(fa2|fa2-smem102400|fa3) \(stored\)" "$out/replay.log")
-  cases=$(grep -cE "^[^ ]+ +kernel:split-v1 +(PASS|FAIL)" "$out/replay.log")
+  cases=$(grep -cE "^[^ ]+ +kernel:split-v2 +(PASS|FAIL)" "$out/replay.log")
   echo "replay exit $code; $n stored FlashInfer rows for $cases cases (3 per case expected)"
-  # The verdict: split-v1 must pass everywhere and every FlashInfer output must be within the
+  # The verdict: split-v2 must pass everywhere and every FlashInfer output must be within the
   # output bound. A FlashInfer row whose only failure is its lse (lse_bound) is a finding about
   # the peer, printed with its figures, not a failure of this step.
   verdict=$(python3 - "$out/replay.json" <<'PY'

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # python_step.sh   (on the GPU machine, from the repository root; session.sh step `python`)
 # The Python package's GPU steps: SGLang's Triton target_verify kernel as a producer and the
-# capture hook around it, both checked by vattn replay against the oracle and split-v1.
+# capture hook around it, both checked by vattn replay against the oracle and the kernel (split-v2).
 # Needs the staged build (.device/build) and SGLang's kernel files in .device/sglang-files, made
 # here before the call with:
 #   python3 -m vattn.sglang_files extract sglang-0.5.23-cp312-cp312-manylinux_2_34_x86_64.whl .device/sglang-files
@@ -25,8 +25,8 @@ step "python -m vattn.produce --producer sglang-triton"
 timeout 300 python3 -m vattn.produce --producer sglang-triton --sglang-files "$files" "$w"/chain.h5 "$w"/tree.h5 "$w"/long.h5 \
   2>&1 | tee "$out/produce-sglang.log" | tail -4
 [ "${PIPESTATUS[0]}" = 0 ] || rc=1
-step "vattn replay: serving (SGLang), split-v1 and the oracle"
-timeout 300 "$b/vattn" replay "$w"/chain.h5 "$w"/tree.h5 "$w"/long.h5 --kernel split-v1 --json "$out/replay-sglang.json" \
+step "vattn replay: serving (SGLang), split-v2 and the oracle"
+timeout 300 "$b/vattn" replay "$w"/chain.h5 "$w"/tree.h5 "$w"/long.h5 --kernel split-v2 --json "$out/replay-sglang.json" \
   > "$out/replay-sglang.log" 2>&1
 code=$?; grep -E "serving|sglang|kernel:|replay:" "$out/replay-sglang.log" | tail -20; echo "replay exit $code"
 [ $code = 0 ] || rc=1
@@ -34,7 +34,7 @@ step "vattn.capture around SGLang's kernel (stand-in backend)"
 timeout 300 python3 "$root/scripts/device/capture_sglang.py" --sglang-files "$files" --out "$w/capture" "$w"/chain.h5 "$w"/tree.h5 \
   2>&1 | tee "$out/capture-sglang.log" | tail -3
 [ "${PIPESTATUS[0]}" = 0 ] || rc=1
-timeout 300 "$b/vattn" replay "$w"/capture/*.h5 --kernel split-v1 --json "$out/replay-capture.json" > "$out/replay-capture.log" 2>&1
+timeout 300 "$b/vattn" replay "$w"/capture/*.h5 --kernel split-v2 --json "$out/replay-capture.json" > "$out/replay-capture.log" 2>&1
 code=$?; grep -E "serving|kernel:|replay:" "$out/replay-capture.log" | tail -12; echo "replay of the hook's files exit $code"
 [ $code = 0 ] || rc=1
 echo "python_step: exit $rc"

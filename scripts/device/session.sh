@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One GPU-machine session, everything in one call (device time is scarce), from a staged build
 # (scripts/device/stage.sh; carry .device). Steps, in the order given:
-#   tests     ctest -L gpu (scripts/device/run.sh)
+#   tests     ctest -L gpu (scripts/device/run.sh): every revision-dependent GPU test once per in-tree
+#             revision ("split-v1:...", "split-v2:..."), the others once
 #   planted   the tests of the tests: each planted kernel bug must be caught by a property
 #   sanitize  the sanitizer set under compute-sanitizer memcheck, racecheck, initcheck, synccheck
-#   replay    vattn replay of fixtures/*.h5 with the kernel
-#   graph     vattn graph-check of split-v1; each graph-unsafe variant must fail it
+#   replay    vattn replay of fixtures/*.h5 with each in-tree revision (replay-<revision>.log, .json)
+#   graph     vattn graph-check of each in-tree revision; each graph-unsafe variant must fail it
 #   repro     demo: a property finds a planted bug; its recipe line and its repro file replay it
-#   bench     vattn bench (eager, graph, queued; roofline)
+#   bench     vattn bench of split-v1,split-v2 (eager, graph, queued; roofline; split-v2 against the baseline)
 #   probe     vattn_ceiling_probe: the kernel's tile loop with parts off (4 and 16 row tiles per request)
 #   timeline  vattn timeline of split-v2's timing-probe build (stage with -DVATTN_BUILD_PROBES=ON,
 #             stage.sh's default) at B=1 T=64 P=4096 and 65536, B=8 T=16 P=4096: where a call's time goes
@@ -19,7 +20,7 @@
 #   fuzz-ab   split-v1 for $VATTN_AB_SECONDS (default 60) s each: as is, --threads = all cores,
 #             VATTN_FUZZ_PLAIN_UPLOAD=1 (cases/s and where the time goes)
 #   python    scripts/device/python_step.sh: SGLang's Triton kernel as a producer and the capture
-#             hook around it, replayed against the oracle and split-v1 (.device/sglang-files)
+#             hook around it, replayed against the oracle and split-v2 (.device/sglang-files)
 #   mutation  scripts/device/mutation_step.sh on $VATTN_MUTANTS (default .device-mutants, made
 #             here with scripts/mutation/mutants.py generate/build): 60 s per mutant,
 #             $VATTN_MUTANT_PARALLEL (12) at a time, none started past $VATTN_MUTANT_SECONDS (300)
@@ -41,6 +42,9 @@ for step in "$@"; do
 done
 export VATTN_REQUIRE_GPU=1  # a GPU machine: GPU tests that cannot see the device fail, not skip
 [ -x "$b/vattn" ] || { echo "session: no staged build at $b (run scripts/device/stage.sh first)" >&2; exit 2; }
+# The in-tree revisions, split-v1 (the baseline) first: kernels/vattn_revisions.h's lone-string #defines.
+mapfile -t revisions < <(sed -n 's/^#define VATTN_REVISION_[A-Z0-9_]* "\([^"]*\)"$/\1/p' "$root/kernels/vattn_revisions.h")
+[ ${#revisions[@]} -gt 0 ] || { echo "session: no revision names in kernels/vattn_revisions.h" >&2; exit 2; }
 rc=0
 for step in $steps; do
   echo "################ $step"
@@ -78,13 +82,20 @@ for step in $steps; do
         grep -E "falsified|test cases" | head -2 ;;
     sanitize) bash "$root/scripts/device/run.sh" --sanitize | grep -E "===|SUMMARY|passed|failed"
               [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
-    replay) "$b/vattn" replay "$root"/fixtures/*.h5 --kernel split-v1 --json "$out/replay.json" 2>&1 | tee "$out/replay.log" | tail -20
-            [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
+    replay) for rev in "${revisions[@]}"; do
+              echo "---- replay --kernel $rev"
+              "$b/vattn" replay "$root"/fixtures/*.h5 --kernel "$rev" --json "$out/replay-$rev.json" 2>&1 |
+                tee "$out/replay-$rev.log" | tail -20
+              [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+            done ;;
     graph)
-      "$b/vattn" graph-check 2>&1 | tee "$out/graph-check.log"
-      [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+      for rev in "${revisions[@]}"; do
+        echo "---- graph-check --kernel $rev"
+        "$b/vattn" graph-check --kernel "$rev" 2>&1 | tee "$out/graph-check-$rev.log"
+        [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+      done
       ls "$b"/revisions/libvattn_rev_unsafe_*.so >/dev/null 2>&1 ||
-        echo "session: no graph-unsafe variants staged (stage with -DVATTN_BUILD_PLANTED=ON); only split-v1 checked"
+        echo "session: no graph-unsafe variants staged (stage with -DVATTN_BUILD_PLANTED=ON); only the in-tree revisions checked"
       for lib in "$b"/revisions/libvattn_rev_unsafe_*.so; do
         [ -e "$lib" ] || continue
         echo "---- graph-check --kernel $(basename "$lib") (must FAIL)"
@@ -92,7 +103,7 @@ for step in $steps; do
         grep -E "FAIL|graph-check:" /tmp/unsafe.log | head -8
         [ $code = 1 ] || { echo "session: $(basename "$lib") was not caught (exit $code, 1 expected)"; rc=1; }
       done ;;
-    bench) "$b/vattn" bench --json "$out/bench.json" 2>&1 | tee "$out/bench.log" | grep -v "^bench:"
+    bench) "$b/vattn" bench --kernel "$(IFS=,; echo "${revisions[*]}")" --json "$out/bench.json" 2>&1 | tee "$out/bench.log" | grep -v "^bench:"
            [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     fuzz-planted) bash "$root/scripts/device/fuzz_step.sh" planted || rc=1 ;;
     fuzz-v1) bash "$root/scripts/device/fuzz_step.sh" v1 "${VATTN_FUZZ_MINUTES:-5}" || rc=1 ;;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # needs_gpu.sh VATTN FIXTURE GPU_TESTS PROBE
 # What needs a GPU either runs or says so, never passes having done nothing:
-#  - with a GPU visible, `vattn replay FIXTURE --kernel split-v1` runs the kernel (a kernel row
+#  - with a GPU visible, `vattn replay FIXTURE --kernel split-v2` runs the kernel (a kernel row
 #    that passes, no "not run");
 #  - without one, `replay --kernel`, `replay --oracle gpu`, `bench`, `graph-check` and
 #    vattn_ceiling_probe exit 2 saying why, and the GPU test binary exits 77 (ctest: Skipped), or 1 when
@@ -12,12 +12,12 @@ vattn=$1 fixture=$2 gpu_tests=$3 probe=$4
 expect() { bash "$here/expect.sh" "$@" || ok=0; }
 ok=1
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  expect 0 --out "kernel:split-v1 " --out "PASS" --no-out "not run" --no-out "FAIL" -- \
-    "$vattn" replay "$fixture" --kernel split-v1
+  expect 0 --out "kernel:split-v2 " --out "PASS" --no-out "not run" --no-out "FAIL" -- \
+    "$vattn" replay "$fixture" --kernel split-v2
   [ $ok -eq 1 ] && echo "ok: a GPU is visible and replay --kernel ran the kernel"
   [ $ok -eq 1 ]; exit
 fi
-expect 2 --err "--kernel split-v1 cannot run here" --no-out "PASS" -- "$vattn" replay "$fixture" --kernel split-v1
+expect 2 --err "--kernel split-v2 cannot run here" --no-out "PASS" -- "$vattn" replay "$fixture" --kernel split-v2
 expect 2 --err "--oracle gpu needs a CUDA device" --no-out "PASS" -- "$vattn" replay "$fixture" --oracle gpu
 expect 2 --err "no CUDA device visible; nothing was timed" -- "$vattn" bench
 expect 2 --err "no CUDA device visible; the checks need one" -- "$vattn" graph-check

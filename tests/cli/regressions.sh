@@ -2,7 +2,7 @@
 # regressions.sh VATTN cpu|gpu CORPUS_DIR
 # Replays the regression corpus (fixtures/regressions/: fuzz findings promoted with `vattn
 # promote`). cpu: every file validates and its stored float64 oracle output is recomputed and
-# compared (no GPU needed). gpu: the same with the kernel (`--kernel split-v1`) held to it; with
+# compared (no GPU needed). gpu: the same with the kernel (`--kernel split-v2`) held to it; with
 # no CUDA device it exits 77 (ctest: Skipped), unless VATTN_REQUIRE_GPU=1 says there must be one.
 # An empty corpus fails: a regression test that replays nothing cannot fail.
 set -u
@@ -15,7 +15,7 @@ if [ ${#files[@]} -eq 0 ]; then
 fi
 args=()
 if [ "$mode" = gpu ]; then
-  probe=$("$vattn" replay --kernel split-v1 "${files[0]}" 2>&1)
+  probe=$("$vattn" replay --kernel split-v2 "${files[0]}" 2>&1)
   if [ $? -eq 2 ] && grep -q "no CUDA device\|built without CUDA" <<<"$probe"; then
     if [ "${VATTN_REQUIRE_GPU:-0}" = 1 ]; then
       echo "FAIL: no CUDA device, and VATTN_REQUIRE_GPU=1 says this machine should have one"
@@ -24,7 +24,7 @@ if [ "$mode" = gpu ]; then
     echo "SKIPPED: no CUDA device (the corpus is replayed with the kernel on a GPU machine)"
     exit 77
   fi
-  args=(--kernel split-v1)
+  args=(--kernel split-v2)
 fi
 out=$("$vattn" replay "${args[@]}" "${files[@]}" 2>&1)
 code=$?
@@ -38,7 +38,7 @@ if [ $code -ne 0 ] || ! grep -qF "replay: $want" <<<"$out"; then
   exit 1
 fi
 if [ "$mode" = gpu ]; then
-  ran=$(grep -cE " kernel:split-v1 +PASS " <<<"$out")
+  ran=$(grep -cE " kernel:split-v2 +PASS " <<<"$out")
   if [ "$ran" -ne ${#files[@]} ]; then
     echo "FAIL: the kernel passed $ran case(s), expected one per file (${#files[@]})"
     exit 1

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "kernels/vattn_revisions.h"
 #include "vattn/gpu/naive_runner.h"
 #include "vattn/oracle/cpu_oracle.h"
 #include "vattn/testbed/repro.h"
@@ -17,7 +18,7 @@ namespace vattn::test {
 
 std::string revision_under_test() {
   const char* k = std::getenv("VATTN_KERNEL");
-  return k && *k ? k : "split-v1";
+  return k && *k ? k : VATTN_REVISION_DEFAULT;
 }
 
 namespace {

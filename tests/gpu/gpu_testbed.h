@@ -18,7 +18,8 @@
 
 namespace vattn::test {
 
-// The revision under test: $VATTN_KERNEL (name or .so path), default the in-tree one.
+// The revision under test: $VATTN_KERNEL (name or .so path), default VATTN_REVISION_DEFAULT, the
+// shipped one (kernels/vattn_revisions.h). ctest sets it for each in-tree revision (CMakeLists.txt).
 std::string revision_under_test();
 
 struct KernelVerdict {

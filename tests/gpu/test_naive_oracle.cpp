@@ -9,7 +9,7 @@
 #include "vattn/gpu/naive_runner.h"
 #include "vattn/oracle/cpu_oracle.h"
 
-TEST_CASE("naive GPU oracle agrees with the CPU float64 oracle", "[gpu][oracle]") {
+TEST_CASE("naive GPU oracle agrees with the CPU float64 oracle", "[gpu][oracle][revision-independent]") {
   for (const char* line :
        {"B=3 H=8 P=[0,4099,65] T=[1,17,64] tree=random profile=uniform layout=scattered poison=1 seed=61",
         "B=1 H=16 P=[777] T=[33] tree=padded profile=k26 layout=sparse poison=1 seed=62",

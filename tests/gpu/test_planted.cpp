@@ -81,7 +81,7 @@ PropertyOutcome hunt(const std::string& library, Property property, int& first_f
 
 // The variants of split-v1 (libvattn_rev_plant_*.so) by default; VATTN_PLANTED=v2 takes
 // split-v2's (libvattn_rev_v2_plant_*.so), the same bugs planted in its sources.
-TEST_CASE("planted kernel bugs are each caught by the generated properties", "[gpu][planted]") {
+TEST_CASE("planted kernel bugs are each caught by the generated properties", "[gpu][planted][revision-independent]") {
   setenv("VATTN_FINDINGS_DIR", "/tmp/vattn-planted-findings",
          1);  // shrinking fails many times: keep repros out of findings/
   const char* which = std::getenv("VATTN_PLANTED");

@@ -17,7 +17,7 @@
 using namespace vattn;
 
 TEST_CASE("a planted revision fails the same check through the GPU tests, replay and the fuzzer",
-          "[gpu][planted][testbed]") {
+          "[gpu][planted][testbed][revision-independent]") {
   setenv("VATTN_FINDINGS_DIR", "/tmp/vattn-planted-findings", 1);  // the GPU tests' path writes a repro
   // plant_skip_rescale: the running max moves and the earlier terms are not rescaled. One split
   // over 4099 uniform keys: the max moves after the first tile in every row.

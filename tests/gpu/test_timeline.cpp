@@ -35,7 +35,7 @@ std::vector<uint16_t> output_of(const vattn::Revision& rev, int batch, int draft
 }  // namespace
 
 TEST_CASE("vattn timeline: the timing-probe build stamps each call in order and computes what split-v2 does",
-          "[probe]") {
+          "[probe][revision-independent]") {
   const std::string lib = (vattn::test::revisions_dir() / "libvattn_rev_v2_timeline.so").string();
   // ctest registers this test only when the probe build exists; run by hand without it, it fails
   // rather than pass having measured nothing.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "kernels/vattn_revisions.h"
 #include "vattn/case/case.h"
 #include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
@@ -67,8 +68,8 @@ int cmd_bench(int argc, char** argv) {
             "the start of the run. Several revisions (--kernel A,B) are timed in turn on the same\n"
             "inputs of each case, and the table adds each one's speed against the first. Needs a CUDA device.");
   args.option("kernel", "LIST",
-              "kernel revisions, comma-separated: built-in names (split-v1, split-v2) or revision libraries",
-              "split-v1", 'k')
+              "kernel revisions, comma-separated: built-in names (" VATTN_REVISION_LIST ") or revision libraries",
+              VATTN_REVISION_DEFAULT, 'k')
       .option("prefix", "LIST", "prefix lengths P", "4096,16384,65536,91000,131072")
       .option("batch", "LIST", "batch sizes B", "1,8")
       .option("drafts", "LIST", "drafts per request T (<=16: chain, else random tree)", "16,64")
@@ -76,7 +77,8 @@ int cmd_bench(int argc, char** argv) {
       .option("max-splits", "N", "plan limit on splits", "128")
       .option("json", "FILE", "also write the results as JSON")
       .example("vattn bench --prefix 16384 --batch 1 --drafts 16", "one case")
-      .example("vattn bench --kernel split-v1,split-v2 --json ab.json", "both in-tree revisions, side by side");
+      .example("vattn bench --kernel " VATTN_REVISION_BASELINE "," VATTN_REVISION_DEFAULT " --json ab.json",
+               "both in-tree revisions, side by side");
 #if !VATTN_HAVE_CUDA
   return args.refuse_without_cuda(argc, argv, "nothing was timed");
 #else
@@ -84,7 +86,7 @@ int cmd_bench(int argc, char** argv) {
   try {
     if (!args.parse(argc, argv)) return kExitOk;
     opt.kernels.clear();
-    const std::string list = args.get("kernel", "split-v1");
+    const std::string list = args.get("kernel", VATTN_REVISION_DEFAULT);
     size_t at = 0;
     while (at <= list.size()) {
       const size_t comma = std::min(list.find(',', at), list.size());

@@ -2,6 +2,7 @@
 // vattn bench-compare: revisions set against a base across `vattn bench --json` reports (host only).
 #include <cstdio>
 
+#include "kernels/vattn_revisions.h"
 #include "vattn/case/case.h"
 #include "vattn/cli/args.h"
 #include "vattn/cli/bench_compare.h"
@@ -21,10 +22,11 @@ int cmd_bench_compare(int argc, char** argv) {
   args.positionals("REPORT.json...", "reports written by vattn bench --json", 1)
       .option("base", "NAME", "the revision the others are set against", "the first revision of the first report")
       .option("min-ratio", "R", "exit 1 when a revision's ratio (graph or queued) is below R at any shape")
-      .example(
-          "vattn bench --kernel split-v2,new.so --json ab.json; vattn bench --kernel new.so,split-v2 --json ba.json",
-          "time both, in both orders")
-      .example("vattn bench-compare --base split-v2 --min-ratio 0.99 ab.json ba.json", "then compare them")
+      .example("vattn bench --kernel " VATTN_REVISION_DEFAULT
+               ",new.so --json ab.json; vattn bench --kernel new.so," VATTN_REVISION_DEFAULT " --json ba.json",
+               "time both, in both orders")
+      .example("vattn bench-compare --base " VATTN_REVISION_DEFAULT " --min-ratio 0.99 ab.json ba.json",
+               "then compare them")
       .note(
           "exit codes: 0 compared (none below --min-ratio); 1 some revision below --min-ratio; 2 usage, or a report "
           "that cannot be used");

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "kernels/vattn_revisions.h"
 #include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
 #include "vattn/fuzz/gen/case_stream.h"
@@ -64,7 +65,7 @@ int cmd_fuzz(int argc, char** argv) {
             "host:faulty[:RULES] (crashes, hangs or answers wrong on chosen cases; for tests).\n"
             "On a terminal a progress line and one line per finding; otherwise only the closing summary.\n"
             "Docs: vattn/fuzz/README.md.");
-  args.option("kernel", "NAME|LIB.so|host:NAME", "what to fuzz (built in: split-v1, split-v2)", "", 'k')
+  args.option("kernel", "NAME|LIB.so|host:NAME", "what to fuzz (built in: " VATTN_REVISION_LIST ")", "", 'k')
       .option("hours", "H", "stop after H hours of this run", "8 (unless --cases)")
       .option("cases", "N", "the campaign's size: run case indices 0..N-1")
       .option("out", "DIR", "campaign directory (created; must not hold a campaign)", "fuzz-<UTC time>")
@@ -86,12 +87,12 @@ int cmd_fuzz(int argc, char** argv) {
       .flag("no-report", "do not write DIR/report.html at the end (vattn report DIR makes it later)")
       .option("recipe", "LINE", "run only this case, in a fresh worker, and print its verdict (re-runs a finding)")
       .option("repro", "FILE", "with --recipe: write the repro here when it fails")
-      .example("vattn fuzz --kernel split-v1 --hours 8 --out night1", "a night on every GPU")
+      .example("vattn fuzz --kernel " VATTN_REVISION_DEFAULT " --hours 8 --out night1", "a night on every GPU")
       .example("vattn fuzz --resume night1", "continue after a stop or a crash of the machine")
       .example("vattn fuzz --kernel build/revisions/librev.so --cases 100000", "a fixed-size campaign")
       .example("vattn fuzz --kernel host:faulty --budget small --cases 200", "the supervisor without a GPU")
-      .example("vattn fuzz --kernel split-v1 --recipe \"B=1 H=1 P=[0] T=[17]\"", "re-run one case")
-      .example("vattn fuzz --kernel split-v1 --seed 7 --shard 2/8 --hours 8 --out night1/task-2",
+      .example("vattn fuzz --kernel " VATTN_REVISION_DEFAULT " --recipe \"B=1 H=1 P=[0] T=[17]\"", "re-run one case")
+      .example("vattn fuzz --kernel " VATTN_REVISION_DEFAULT " --seed 7 --shard 2/8 --hours 8 --out night1/task-2",
                "host 2 of 8 (scripts/slurm/); merge with vattn fuzz-merge")
       .note(
           "exit codes: 0 nothing found, 1 findings (the summary lists them), 2 usage, or nothing could run\n"

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "kernels/vattn_revisions.h"
 #include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
 #if VATTN_HAVE_CUDA
@@ -29,8 +30,8 @@ Args graph_check_args() {
          "  non-blocking   run() returns at once while a gate kernel holds its stream\n"
          "  limits-host    host-known counts beyond the limits: run() refuses, writes nothing\n"
          "  limits-device  lengths/indices/splits beyond the limits in a replay: error bit, NaN rows");
-  a.option("kernel", "NAME|LIB.so", "revision: a built-in name (split-v1, split-v2) or a revision library", "split-v1",
-           'k')
+  a.option("kernel", "NAME|LIB.so", "revision: a built-in name (" VATTN_REVISION_LIST ") or a revision library",
+           VATTN_REVISION_DEFAULT, 'k')
       .option("replays", "N", "replays in the replay check", "40")
       .option("seed", "S", "seed of the generated cases", "1")
       .note(
@@ -55,7 +56,7 @@ int cmd_graph_check(int argc, char** argv) {
   std::string kernel;
   try {
     if (!a.parse(argc, argv)) return kExitOk;
-    kernel = a.get("kernel", "split-v1");
+    kernel = a.get("kernel", VATTN_REVISION_DEFAULT);
     opt.replays = static_cast<int>(a.get_int("replays", opt.replays, 1, 100000));
     opt.seed = static_cast<uint64_t>(a.get_int("seed", 1, 0, 1LL << 62));
   } catch (const UsageError& e) {

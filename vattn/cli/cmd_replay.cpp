@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "kernels/vattn_revisions.h"
 #include "vattn/casefile/case_file.h"
 #include "vattn/casefile/isolated_reader.h"
 #include "vattn/cli/args.h"
@@ -374,11 +375,11 @@ Args replay_args() {
               "also write a machine-readable report (docs/reports.md); '-': to stdout, the table then goes to stderr")
       .flag("quiet", "print failures and the summary only (no PASS rows, no progress line)")
       .option("producer", "NAME",
-              "compare only this producer (a stored output group, e.g. serving, or kernel:split-v1)")
+              "compare only this producer (a stored output group, e.g. serving, or kernel:" VATTN_REVISION_DEFAULT ")")
       .option("junit", "FILE", "also write JUnit XML for CI systems (a testcase per case x producer)")
       .option("kernel", "NAME|LIB.so",
-              "kernel revision run on a GPU machine: a built-in name (split-v1, split-v2) or a revision library",
-              "split-v1", 'k')
+              "kernel revision run on a GPU machine: a built-in name (" VATTN_REVISION_LIST ") or a revision library",
+              VATTN_REVISION_DEFAULT, 'k')
       .option("oracle", "cpu|gpu", "reference: the float64 CPU oracle, or the naive GPU oracle (long captures)", "cpu")
       .option("splits", "N", "force the kernel's split count (0: the kernel picks; default: the recipe's splits=)")
       .flag("verbose", "print each case's shape and the full figures of every comparison, passing or not")
@@ -416,7 +417,7 @@ int cmd_replay(int argc, char** argv) {
   ProducerOptions file_opts, recipe_opts;
   int splits_override = -1;
   try {
-    file_opts.kernel = a.get("kernel", "split-v1");
+    file_opts.kernel = a.get("kernel", VATTN_REVISION_DEFAULT);
     file_opts.oracle = a.get("oracle", "cpu");
     if (file_opts.oracle != "cpu" && file_opts.oracle != "gpu") throw UsageError("--oracle: expected cpu or gpu");
     if (a.has("splits")) splits_override = static_cast<int>(a.get_int("splits", 0, 0, vocab::kMaxSplits));

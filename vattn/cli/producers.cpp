@@ -72,7 +72,7 @@ class KernelProducer : public LiveProducer {
 std::vector<std::unique_ptr<LiveProducer>> make_live_producers(const ProducerOptions& options) {
   std::vector<std::unique_ptr<LiveProducer>> list;
   if (options.bf16_reference) list.push_back(std::make_unique<Bf16ReferenceProducer>());
-  list.push_back(std::make_unique<KernelProducer>(options.kernel.empty() ? "split-v1" : options.kernel));
+  list.push_back(std::make_unique<KernelProducer>(options.kernel.empty() ? VATTN_REVISION_DEFAULT : options.kernel));
   return list;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/vattn_revisions.h"
 #include "vattn/case/case.h"
 #include "vattn/check/tolerance.h"
 #include "vattn/oracle/cpu_oracle.h"
@@ -38,7 +39,7 @@ class CaseNotSupported : public std::runtime_error {
 class LiveProducer {
  public:
   virtual ~LiveProducer() = default;
-  virtual std::string name() const = 0;  // table label, e.g. "kernel:split-v1"
+  virtual std::string name() const = 0;  // table label, e.g. "kernel:split-v2"
   // "" when it can run here, else why not (replay prints "<name>: not run (<reason>)" once).
   virtual std::string unavailable_reason() const = 0;
   // Runs on the case and holds the result to ctx.refs (the report labelled "<name> vs <oracle>");
@@ -48,9 +49,9 @@ class LiveProducer {
 
 // What the command line asked for; GPU options (kernel revision, oracle choice) go here too.
 struct ProducerOptions {
-  bool bf16_reference = false;      // compare the bf16-emulating reference itself (replay --recipe)
-  std::string kernel = "split-v1";  // kernel revision: built-in name or revision library path
-  std::string oracle = "cpu";       // reference: "cpu" (float64) or "gpu" (naive GPU oracle)
+  bool bf16_reference = false;                  // compare the bf16-emulating reference itself (replay --recipe)
+  std::string kernel = VATTN_REVISION_DEFAULT;  // kernel revision: built-in name or revision library path
+  std::string oracle = "cpu";                   // reference: "cpu" (float64) or "gpu" (naive GPU oracle)
 };
 
 // Every live producer this build knows, in table order, available or not.

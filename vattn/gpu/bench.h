@@ -13,10 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "kernels/vattn_revisions.h"
+
 namespace vattn {
 
 struct BenchOptions {
-  std::vector<std::string> kernels = {"split-v1"};  // timed in this order for each case
+  std::vector<std::string> kernels = {VATTN_REVISION_DEFAULT};  // timed in this order for each case
   std::vector<int> prefixes = {4096, 16384, 65536, 91000, 131072};
   std::vector<int> batches = {1, 8};
   std::vector<int> drafts = {16, 64};  // 16: chain (DFlash), 64: random tree (EAGLE)

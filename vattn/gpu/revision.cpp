@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include "kernels/vattn_revisions.h"
 #include "vattn/case/case.h"
 
 extern "C" const vattn_revision* vattn_revision_split_v1(void);
@@ -10,15 +11,15 @@ extern "C" const vattn_revision* vattn_revision_split_v2(void);
 
 namespace vattn {
 
-std::vector<std::string> builtin_revision_names() { return {"split-v1", "split-v2"}; }
+std::vector<std::string> builtin_revision_names() { return {VATTN_REVISION_NAMES}; }
 
 Revision load_revision(const std::string& spec) {
   Revision r;
   const bool is_path =
       spec.find('/') != std::string::npos || (spec.size() > 3 && spec.substr(spec.size() - 3) == ".so");
   if (!is_path) {
-    if (spec == "split-v1" || spec == "split-v2") {
-      r.api = spec == "split-v1" ? vattn_revision_split_v1() : vattn_revision_split_v2();
+    if (spec == VATTN_REVISION_SPLIT_V1 || spec == VATTN_REVISION_SPLIT_V2) {
+      r.api = spec == VATTN_REVISION_SPLIT_V1 ? vattn_revision_split_v1() : vattn_revision_split_v2();
       r.origin = "built-in";
       return r;
     }

@@ -20,9 +20,9 @@ struct Revision {
 
 std::vector<std::string> builtin_revision_names();
 
-// "split-v1" (built in) or a path containing '/' or ending in ".so". Throws InputError
-// (field "--kernel") for an unknown name, a library that does not load, lacks the symbol,
-// or speaks another ABI version.
+// A built-in name (kernels/vattn_revisions.h) or a path containing '/' or ending in ".so".
+// Throws InputError (field "--kernel") for an unknown name, a library that does not load, lacks
+// the symbol, or speaks another ABI version.
 Revision load_revision(const std::string& name_or_path);
 
 }  // namespace vattn
