@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The fuzz steps of a GPU session (scripts/device/session.sh fuzz-v1 | fuzz-planted), from a
+# The fuzz steps of a GPU session (scripts/device/session.sh fuzz | fuzz-planted), from a
 # staged build (stage with -DVATTN_BUILD_PLANTED=ON for the planted revisions):
-#   fuzz_step.sh v1 [MINUTES]   vattn fuzz against split-v1 for MINUTES (default 5): throughput,
-#                               GPU utilisation sampled by nvidia-smi, must end clean (exit 0);
-#                               VATTN_FUZZ_KERNEL=split-v2 fuzzes split-v2 instead
+#   fuzz_step.sh kernel [MINUTES]  vattn fuzz against the shipped revision, split-v2, for MINUTES
+#                               (default 5): throughput, GPU utilisation sampled by nvidia-smi,
+#                               must end clean (exit 0); VATTN_FUZZ_KERNEL=split-v1 (or a
+#                               library) fuzzes that instead
 #   fuzz_step.sh planted        campaigns against the planted crash, hang, bf16-partials,
 #                               drop-last-key and no-nonfinite-guard revisions: each must end with
 #                               exit 1 and a finding, every finding's printed command must re-fail
@@ -29,22 +30,22 @@ rerun_findings() {  # every finding of campaign $1 re-fails with the command it 
   done
 }
 case $1 in
-  v1)
+  kernel)
     minutes=${2:-5}
-    nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader -lms 1000 > "$out/fuzz-v1-gpu-util.log" 2>&1 &
+    nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader -lms 1000 > "$out/fuzz-gpu-util.log" 2>&1 &
     smi=$!
-    rm -rf "$work/v1"
+    rm -rf "$work/kernel"
     # A hard stop a minute past the campaign's own; the report is made after it, on its own clock.
-    timeout "$(awk "BEGIN{print int($minutes*60+60)}")" "$b/vattn" fuzz --kernel "${VATTN_FUZZ_KERNEL:-split-v1}" \
-      --hours "$(awk "BEGIN{print $minutes/60}")" --seed 1 --out "$work/v1" --no-report > "$out/fuzz-v1.log" 2>&1
+    timeout "$(awk "BEGIN{print int($minutes*60+60)}")" "$b/vattn" fuzz --kernel "${VATTN_FUZZ_KERNEL:-split-v2}" \
+      --hours "$(awk "BEGIN{print $minutes/60}")" --seed 1 --out "$work/kernel" --no-report > "$out/fuzz.log" 2>&1
     code=$?
-    timeout 90 "$b/vattn" report "$work/v1" >> "$out/fuzz-v1.log" 2>&1
+    timeout 90 "$b/vattn" report "$work/kernel" >> "$out/fuzz.log" 2>&1
     kill $smi 2>/dev/null
-    cat "$out/fuzz-v1.log"
-    cp "$work/v1/summary.json" "$out/fuzz-v1-summary.json" 2>/dev/null
+    cat "$out/fuzz.log"
+    cp "$work/kernel/summary.json" "$out/fuzz-summary.json" 2>/dev/null
     awk -F'[ ,%]+' '{ if ($1 != "") { s += $1; n++ } } END { if (n) printf "GPU utilisation (nvidia-smi, 1 s samples): mean %.0f%% over %d samples\n", s / n, n }' \
-      "$out/fuzz-v1-gpu-util.log"
-    echo "fuzz v1: exit $code (0 expected)"; [ $code = 0 ] || rc=1 ;;
+      "$out/fuzz-gpu-util.log"
+    echo "fuzz ${VATTN_FUZZ_KERNEL:-split-v2}: exit $code (0 expected)"; [ $code = 0 ] || rc=1 ;;
   planted)
     # The five campaigns run at once on the one GPU (a worker each, the cores shared out).
     case ${VATTN_PLANTED:-v1} in
@@ -85,7 +86,7 @@ case $1 in
         done
       fi
     done ;;
-  *) echo "fuzz_step.sh: unknown step '$1' (v1, planted; --help)" >&2; exit 2 ;;
+  *) echo "fuzz_step.sh: unknown step '$1' (kernel, planted; --help)" >&2; exit 2 ;;
 esac
 echo "fuzz step $1: exit $rc"
 exit $rc

@@ -5,8 +5,8 @@
 # two or more GPUs (device kind nvidia-h200-x2):
 #   bash scripts/device/multigpu_step.sh [SECONDS]
 # Three campaigns of SECONDS each (default 120), one after the other:
-#   one     vattn fuzz --kernel split-v1 --gpus 0: one worker, the baseline cases/s
-#   all     vattn fuzz --kernel split-v1 --gpus all: a worker per GPU; nvidia-smi samples every
+#   one     vattn fuzz --kernel split-v2 --gpus 0: one worker, the baseline cases/s
+#   all     vattn fuzz --kernel split-v2 --gpus all: a worker per GPU; nvidia-smi samples every
 #           GPU's utilisation every 2 s
 #   crash   vattn fuzz --gpus all of revisions/libvattn_rev_plant_crash.so (illegal address on
 #           a request with 17 drafts): findings, and the other GPU's worker must keep running
@@ -43,8 +43,8 @@ case $target in
     [ "$n" -ge 2 ] || echo "multigpu_step: WARNING: one GPU: 'all' runs one worker and the checks that need two fail"
     crash_lib="$b/revisions/libvattn_rev_plant_crash.so"
     [ -f "$crash_lib" ] || { echo "multigpu_step.sh: no $crash_lib (stage with -DVATTN_BUILD_PLANTED=ON)" >&2; exit 2; }
-    one=(--kernel split-v1 --gpus 0)
-    all=(--kernel split-v1 --gpus all)
+    one=(--kernel split-v2 --gpus 0)
+    all=(--kernel split-v2 --gpus all)
     crash=(--kernel "$crash_lib" --gpus all)
     ;;
   host)

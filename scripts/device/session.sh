@@ -13,11 +13,11 @@
 #   timeline  vattn timeline of split-v2's timing-probe build (stage with -DVATTN_BUILD_PROBES=ON,
 #             stage.sh's default) at B=1 T=64 P=4096 and 65536, B=8 T=16 P=4096: where a call's time goes
 #   fuzz-planted  vattn fuzz against the planted crash/hang/bf16-partials/drop-last-key revisions
-#   fuzz-v1   vattn fuzz against split-v1 for $VATTN_FUZZ_MINUTES (default 5) minutes: throughput
+#   fuzz      vattn fuzz against split-v2 (VATTN_FUZZ_KERNEL) for $VATTN_FUZZ_MINUTES (default 5) minutes: throughput
 #   multigpu  scripts/device/multigpu_step.sh $VATTN_MULTI_SECONDS (default 120): split-v1 on one GPU,
 #             on every GPU, and the planted crash revision on every GPU, with their checks (two or
 #             more GPUs: device kind nvidia-h200-x2)
-#   fuzz-ab   split-v1 for $VATTN_AB_SECONDS (default 60) s each: as is, --threads = all cores,
+#   fuzz-ab   split-v2 for $VATTN_AB_SECONDS (default 60) s each: as is, --threads = all cores,
 #             VATTN_FUZZ_PLAIN_UPLOAD=1 (cases/s and where the time goes)
 #   python    scripts/device/python_step.sh: SGLang's Triton kernel as a producer and the capture
 #             hook around it, replayed against the oracle and split-v2 (.device/sglang-files)
@@ -36,8 +36,8 @@ if [ $# -eq 0 ]; then steps="tests planted replay graph bench"; else steps="$*";
 # Every step name is checked before any step runs: a typo must not cost a device session.
 for step in "$@"; do
   case $step in
-    tests|planted|repro|sanitize|replay|graph|bench|probe|timeline|fuzz-planted|fuzz-v1|fuzz-ab|multigpu|mutation|python) ;;
-    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench probe timeline fuzz-planted fuzz-v1 fuzz-ab multigpu mutation python; --help)" >&2; exit 2 ;;
+    tests|planted|repro|sanitize|replay|graph|bench|probe|timeline|fuzz-planted|fuzz|fuzz-ab|multigpu|mutation|python) ;;
+    *) echo "session.sh: unknown step '$step' (steps: tests planted sanitize replay graph repro bench probe timeline fuzz-planted fuzz fuzz-ab multigpu mutation python; --help)" >&2; exit 2 ;;
   esac
 done
 export VATTN_REQUIRE_GPU=1  # a GPU machine: GPU tests that cannot see the device fail, not skip
@@ -106,7 +106,7 @@ for step in $steps; do
     bench) "$b/vattn" bench --kernel "$(IFS=,; echo "${revisions[*]}")" --json "$out/bench.json" 2>&1 | tee "$out/bench.log" | grep -v "^bench:"
            [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     fuzz-planted) bash "$root/scripts/device/fuzz_step.sh" planted || rc=1 ;;
-    fuzz-v1) bash "$root/scripts/device/fuzz_step.sh" v1 "${VATTN_FUZZ_MINUTES:-5}" || rc=1 ;;
+    fuzz) bash "$root/scripts/device/fuzz_step.sh" kernel "${VATTN_FUZZ_MINUTES:-5}" || rc=1 ;;
     multigpu) bash "$root/scripts/device/multigpu_step.sh" "${VATTN_MULTI_SECONDS:-120}" || rc=1 ;;
     fuzz-ab)
       s=${VATTN_AB_SECONDS:-60}
@@ -114,7 +114,7 @@ for step in $steps; do
         envs=() args=()
         case $variant in --*) read -r -a args <<<"$variant" ;; as-is) ;; *) envs=("$variant") ;; esac
         rm -rf /tmp/vattn-ab
-        env "${envs[@]}" timeout $((s + 60)) "$b/vattn" fuzz --kernel split-v1 --hours "$(awk "BEGIN{print $s/3600}")" \
+        env "${envs[@]}" timeout $((s + 60)) "$b/vattn" fuzz --kernel split-v2 --hours "$(awk "BEGIN{print $s/3600}")" \
           --seed 3 --out /tmp/vattn-ab --no-report "${args[@]}" > "$out/ab.log" 2>&1
         code=$?
         echo "---- $variant: exit $code"
