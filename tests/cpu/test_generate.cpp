@@ -171,6 +171,40 @@ TEST_CASE("recipe parse errors name the key", "[generate]") {
   CHECK(Recipe::parse("P=[1] T=[1] scale=.25").sm_scale == 0.25);
 }
 
+TEST_CASE("recipe lines carry the caller's plan: limits, SM count, blocks per SM", "[generate]") {
+  const std::string line =
+      "B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered poison=0 seed=7 scale=0.1446796 splits=3 "
+      "limits=2/18/17/3 sms=188 sm_blocks=1";
+  const Recipe r = Recipe::parse(line);
+  CHECK(r.limits.max_requests == 2);
+  CHECK(r.limits.max_total_drafts == 18);
+  CHECK(r.limits.max_drafts_per_request == 17);
+  CHECK(r.limits.max_splits == 3);
+  CHECK(r.sms == 188);
+  CHECK(r.sm_blocks == 1);
+  CHECK(r.to_line() == line);
+  // Unset: nothing printed, so older lines read and print as before.
+  const Recipe plain = Recipe::parse("P=[5] T=[2]");
+  CHECK_FALSE(plain.limits.set());
+  CHECK(plain.to_line().find("limits") == std::string::npos);
+  CHECK(plain.to_line().find("sms") == std::string::npos);
+  // The limits must admit the case (exact limits are the tightest a caller may pass).
+  CHECK(Recipe::parse("P=[5,6] T=[2,3] limits=2/5/3/1").limits.max_total_drafts == 5);
+  CHECK(error_field([] { Recipe::parse("P=[5,6] T=[2,3] limits=1/5/3/1"); }) == "limits");
+  CHECK(error_field([] { Recipe::parse("P=[5,6] T=[2,3] limits=2/4/3/1"); }) == "limits");
+  CHECK(error_field([] { Recipe::parse("P=[5,6] T=[2,3] limits=2/5/2/1"); }) == "limits");
+  CHECK(error_field([] { Recipe::parse("P=[5,6] T=[2,3] splits=2 limits=2/5/3/1"); }) == "limits");
+  CHECK(error_field([] { Recipe::parse("P=[5] T=[2] limits=1/2/2"); }) == "limits");
+  CHECK(error_field([] { Recipe::parse("P=[5] T=[2] limits=1/2/2/0"); }) == "limits");
+  CHECK(error_field([] { Recipe::parse("P=[5] T=[2] limits=1/2/2/257"); }) == "limits");
+  CHECK(error_field([] { Recipe::parse("P=[5] T=[2] limits=1/x/2/1"); }) == "limits");
+  CHECK(error_field([] { Recipe::parse("P=[5] T=[2] sms=0"); }) == "sms");
+  CHECK(error_field([] { Recipe::parse("P=[5] T=[2] sms=513"); }) == "sms");
+  CHECK(error_field([] { Recipe::parse("P=[5] T=[2] sm_blocks=1"); }) == "sm_blocks");
+  CHECK(error_field([] { Recipe::parse("P=[5] T=[2] sms=1 sm_blocks=33"); }) == "sm_blocks");
+  CHECK(Recipe::parse("P=[5] T=[2] sms=512 sm_blocks=32").sm_blocks == 32);
+}
+
 TEST_CASE("every tree kind gives parents before children and an ancestor-closed mask", "[generate]") {
   for (const auto& kind : kTrees) {
     for (int t : {1, 2, 3, 15, 16, 17, 64, 65, 1025}) {

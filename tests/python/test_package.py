@@ -99,7 +99,9 @@ def main():
         for line in ["B=1 H=x P=[0] T=[1]", "B=2 P=[1,2,3] T=[1]", "H=8 P=[1]", "P=[1] T=[0]", "P=1,2 T=[1]",
                      "P=[1] T=[1] tree=bush", "P=[1] T=[1] scale=-1", "P=[1] T=[1] seed=-3", "P=[1] T=[1] H=2 H=3",
                      "P=[1] T=[1] poison=2", "P=[1] T=[1] color=red", "P=[1] T=[1] splits=257", "justaword",
-                     "P=[1] T=[1] scale=1e999", "P=[1] T=[1] seed=18446744073709551616"]:
+                     "P=[1] T=[1] scale=1e999", "P=[1] T=[1] seed=18446744073709551616",
+                     "P=[5,6] T=[2,3] limits=2/4/3/1", "P=[5] T=[2] splits=2 limits=1/2/2/1",
+                     "P=[5] T=[2] limits=1/2/2", "P=[5] T=[2] sms=513", "P=[5] T=[2] sm_blocks=1"]:
             p = subprocess.run([a.vattn, "replay", "--recipe", line], capture_output=True, text=True)
             m = re.search(r"field '([^']*)': (.*)", p.stderr)
             try:
@@ -111,7 +113,7 @@ def main():
             if p.returncode != 2 or mine != theirs:
                 failures.append(f"recipe '{line}': package {mine}, vattn (exit {p.returncode}) {theirs}")
         if len(failures) == before:
-            print("ok: 15 bad recipe lines refused by both with the same field and reason")
+            print("ok: 20 bad recipe lines refused by both with the same field and reason")
         parsed = vattn.parse_recipe("H=2 P=[5] T=[3,4] tree=star")
         if (parsed["B"], parsed["P"], parsed["T"], parsed["layout"]) != (2, [5, 5], [3, 4], "scattered"):
             failures.append(f"parse_recipe broadcast or defaults: {parsed}")

@@ -29,11 +29,30 @@ struct Recipe {
   // kernel must report in its error word while NaN-ing the rows it affects.
   int64_t slot_base = 0;
   std::string fault = "none";
+  // The plan a caller would make for this case (run parameters, printed only when set). limits:
+  // the vattn_limits a serving engine passes when it sizes its workspace (heads are always H);
+  // all zero = the worker's own limits (its stream's envelope). sms / sm_blocks: plan as a GPU with
+  // that many SMs and resident partial blocks per SM would (0 = the GPU the case runs on), through
+  // the in-tree revisions' test-only plan hook, so the test GPU runs the plans of the target GPU
+  // (the RTX PRO 6000: sms=188 sm_blocks=1).
+  struct PlanLimits {
+    int max_requests = 0;
+    int64_t max_total_drafts = 0;
+    int max_drafts_per_request = 0;
+    int max_splits = 0;
+    bool set() const { return max_requests != 0; }
+  };
+  PlanLimits limits;
+  int sms = 0;
+  int sm_blocks = 0;
 
   std::string to_line()
       const;  // "B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered poison=0 seed=7 scale=0.1446796 splits=3"
-              // (then " slot_base=N" and " fault=KIND" when they are set)
-  static Recipe parse(const std::string& line);  // throws InputError(field = the key) on bad input
+              // (then " slot_base=N", " fault=KIND", " limits=R/Q/T/S", " sms=N" and " sm_blocks=K"
+              // when they are set; limits = max_requests/max_total_drafts/max_drafts_per_request/max_splits)
+  // Throws InputError(field = the key) on bad input, and when limits do not admit the case
+  // (B <= R, sum T_b <= Q, every T_b <= T, 1 <= S, forced splits <= S) or sm_blocks comes without sms.
+  static Recipe parse(const std::string& line);
 };
 
 // Why the recipe line a case carries (Case::recipe) cannot be the one that re-creates it, or ""

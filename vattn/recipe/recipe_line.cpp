@@ -89,6 +89,26 @@ std::vector<int> parse_list(const std::string& key, const std::string& text, int
   return out;
 }
 
+// "R/Q/T/S": max_requests/max_total_drafts/max_drafts_per_request/max_splits, each >= 1.
+Recipe::PlanLimits parse_limits(const std::string& key, const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t slash = text.find('/', start);
+    parts.push_back(text.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  if (parts.size() != 4)
+    bad(key, "'" + text + "' is not R/Q/T/S (max_requests/max_total_drafts/max_drafts_per_request/max_splits)");
+  Recipe::PlanLimits l;
+  l.max_requests = static_cast<int>(parse_int(key, parts[0], 1, vocab::kMaxBatch));
+  l.max_total_drafts = parse_int(key, parts[1], 1, vocab::kMaxPlanTotalDrafts);
+  l.max_drafts_per_request = static_cast<int>(parse_int(key, parts[2], 1, vocab::kMaxDrafts));
+  l.max_splits = static_cast<int>(parse_int(key, parts[3], 1, vocab::kMaxSplits));
+  return l;
+}
+
 }  // namespace
 
 std::string Recipe::to_line() const {
@@ -98,6 +118,11 @@ std::string Recipe::to_line() const {
      << " seed=" << seed << " scale=" << shortest_double(sm_scale) << " splits=" << splits;
   if (slot_base != 0) os << " slot_base=" << slot_base;
   if (fault != "none") os << " fault=" << fault;
+  if (limits.set())
+    os << " limits=" << limits.max_requests << '/' << limits.max_total_drafts << '/' << limits.max_drafts_per_request
+       << '/' << limits.max_splits;
+  if (sms != 0) os << " sms=" << sms;
+  if (sm_blocks != 0) os << " sm_blocks=" << sm_blocks;
   return os.str();
 }
 
@@ -147,8 +172,16 @@ Recipe Recipe::parse(const std::string& line) {
     } else if (key == "fault") {
       if (!vocab::is_fault(value)) bad(key, "unknown fault '" + value + "' (" + vocab::kFaults + ")");
       r.fault = value;
+    } else if (key == "limits") {
+      r.limits = parse_limits(key, value);
+    } else if (key == "sms") {
+      r.sms = static_cast<int>(parse_int(key, value, 1, vocab::kMaxSms));
+    } else if (key == "sm_blocks") {
+      r.sm_blocks = static_cast<int>(parse_int(key, value, 1, vocab::kMaxSmBlocks));
     } else {
-      bad(key, "unknown key (known: B H P T tree profile layout poison seed scale splits slot_base fault)");
+      bad(key,
+          "unknown key (known: B H P T tree profile layout poison seed scale splits slot_base fault limits sms "
+          "sm_blocks)");
     }
   }
   if (seen.empty()) bad("recipe", "empty recipe line");
@@ -170,6 +203,21 @@ Recipe Recipe::parse(const std::string& line) {
   }
   if (total_prefix > std::numeric_limits<int32_t>::max()) bad("P", "total prefix length exceeds int32 (kv_indptr)");
   if (total_drafts > std::numeric_limits<int32_t>::max()) bad("T", "total draft count exceeds int32 (qo_indptr)");
+  if (r.sm_blocks != 0 && r.sms == 0) bad("sm_blocks", "needs sms (the SM count the plan is made for)");
+  if (r.limits.set()) {
+    const auto& l = r.limits;
+    const int longest = *std::max_element(drafts.begin(), drafts.end());
+    if (l.max_requests < batch)
+      bad("limits", "max_requests " + std::to_string(l.max_requests) + " is below B=" + std::to_string(batch));
+    if (l.max_total_drafts < total_drafts)
+      bad("limits", "max_total_drafts " + std::to_string(l.max_total_drafts) + " is below sum T=" +
+                        std::to_string(total_drafts));
+    if (l.max_drafts_per_request < longest)
+      bad("limits", "max_drafts_per_request " + std::to_string(l.max_drafts_per_request) +
+                        " is below the largest T_b=" + std::to_string(longest));
+    if (r.splits > l.max_splits)
+      bad("limits", "max_splits " + std::to_string(l.max_splits) + " is below splits=" + std::to_string(r.splits));
+  }
   r.prefix = std::move(prefix);
   r.drafts = std::move(drafts);
   return r;

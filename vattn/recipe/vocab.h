@@ -34,6 +34,11 @@ constexpr int kMaxDrafts = 4096;
 constexpr int kMaxPrefix = 1 << 30;
 // Largest forced split count a recipe (or replay --splits) may carry: the in-tree revision's limit.
 constexpr int kMaxSplits = 256;
+// Largest SM count and resident partial blocks per SM a recipe may ask a plan to be made for.
+constexpr int kMaxSms = 512;
+constexpr int kMaxSmBlocks = 32;
+// Largest max_total_drafts a recipe's plan limits may carry (n_q is int32 in qo_indptr).
+constexpr int64_t kMaxPlanTotalDrafts = (int64_t{1} << 31) - 1;
 
 // A number written the plain decimal way (digits, at most one '.', an optional exponent): what
 // recipes and --scale accept; strtod alone would also take hex ("0x10"), "inf" and "nan".

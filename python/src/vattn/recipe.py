@@ -10,6 +10,7 @@ PROFILES = "uniform|k26|adversarial|huge|ties|tiny"
 LAYOUTS = "contiguous|scattered|reversed|sparse"
 FAULTS = "none|index-nslots|index-neg|index-max|drafts-over"
 MAX_BATCH, MAX_HEADS, MAX_DRAFTS, MAX_PREFIX, MAX_SPLITS, MAX_SLOT_BASE = 65536, 1024, 4096, 1 << 30, 256, 1 << 30
+MAX_SMS, MAX_SM_BLOCKS, MAX_PLAN_TOTAL_DRAFTS = 512, 32, 2 ** 31 - 1
 ROW_DIMS, LATENT_DIMS = 576, 512  # what the generators make: d_qk, d_v
 INT32_MAX = 2 ** 31 - 1
 _PLAIN_DECIMAL = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
@@ -63,12 +64,21 @@ def _word(key, value, allowed, what):
     return value
 
 
+def _limits(key, text):
+    parts = text.split("/")
+    if len(parts) != 4:
+        _bad(key, f"'{text}' is not R/Q/T/S (max_requests/max_total_drafts/max_drafts_per_request/max_splits)")
+    return (_int(key, parts[0], 1, MAX_BATCH), _int(key, parts[1], 1, MAX_PLAN_TOTAL_DRAFTS),
+            _int(key, parts[2], 1, MAX_DRAFTS), _int(key, parts[3], 1, MAX_SPLITS))
+
+
 def parse(line):
     """The recipe as a dict (B, H, P, T, tree, profile, layout, poison, seed, scale, splits,
-    slot_base, fault); RecipeError when it does not parse."""
+    slot_base, fault, limits (None or (R, Q, T, S)), sms, sm_blocks); RecipeError when it does
+    not parse."""
     # The defaults of src/case/recipe.h.
     r = {"H": 8, "tree": "chain", "profile": "uniform", "layout": "scattered", "poison": False, "seed": 1,
-         "scale": 0.1446796, "splits": 0, "slot_base": 0, "fault": "none"}
+         "scale": 0.1446796, "splits": 0, "slot_base": 0, "fault": "none", "limits": None, "sms": 0, "sm_blocks": 0}
     seen, batch, prefix, drafts = set(), -1, [], []
     for token in line.split():
         eq = token.find("=")
@@ -109,8 +119,15 @@ def parse(line):
             r["slot_base"] = _int(key, value, 0, MAX_SLOT_BASE)
         elif key == "fault":
             r["fault"] = _word(key, value, FAULTS, "fault")
+        elif key == "limits":
+            r["limits"] = _limits(key, value)
+        elif key == "sms":
+            r["sms"] = _int(key, value, 1, MAX_SMS)
+        elif key == "sm_blocks":
+            r["sm_blocks"] = _int(key, value, 1, MAX_SM_BLOCKS)
         else:
-            _bad(key, "unknown key (known: B H P T tree profile layout poison seed scale splits slot_base fault)")
+            _bad(key, "unknown key (known: B H P T tree profile layout poison seed scale splits slot_base fault "
+                      "limits sms sm_blocks)")
     if not seen:
         _bad("recipe", "empty recipe line")
     if not prefix:
@@ -128,6 +145,18 @@ def parse(line):
         _bad("P", "total prefix length exceeds int32 (kv_indptr)")
     if sum(drafts) > INT32_MAX:
         _bad("T", "total draft count exceeds int32 (qo_indptr)")
+    if r["sm_blocks"] and not r["sms"]:
+        _bad("sm_blocks", "needs sms (the SM count the plan is made for)")
+    if r["limits"] is not None:
+        lr, lq, lt, ls = r["limits"]
+        if lr < batch:
+            _bad("limits", f"max_requests {lr} is below B={batch}")
+        if lq < sum(drafts):
+            _bad("limits", f"max_total_drafts {lq} is below sum T={sum(drafts)}")
+        if lt < max(drafts):
+            _bad("limits", f"max_drafts_per_request {lt} is below the largest T_b={max(drafts)}")
+        if r["splits"] > ls:
+            _bad("limits", f"max_splits {ls} is below splits={r['splits']}")
     r.update(B=batch, P=prefix, T=drafts)
     return r
 
