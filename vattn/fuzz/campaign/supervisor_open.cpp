@@ -28,6 +28,7 @@ void Supervisor::open_campaign() {
     sc.seed = c.value("seed", uint64_t{1});
     sc.budget = c.value("budget", "large");
     sc.device_variants = c.value("device_variants", false);
+    sc.plan_variants = c.value("plan_variants", false);
     stream_ = std::make_unique<CaseStream>(sc);
     if (opt_.cases < 0) opt_.cases = c.value("cases", int64_t{-1});
     if (c.contains("shard")) {
@@ -84,6 +85,7 @@ void Supervisor::open_campaign() {
   sc.seed = opt_.seed;
   sc.budget = opt_.budget;
   sc.device_variants = !is_host_target(opt_.kernel);
+  sc.plan_variants = sc.device_variants;
   stream_ = std::make_unique<CaseStream>(sc);
   journal_.create(dir_ + "/journal.jsonl");
   json campaign{{"t", "campaign"},
@@ -93,6 +95,7 @@ void Supervisor::open_campaign() {
                 {"seed", sc.seed},
                 {"budget", sc.budget},
                 {"device_variants", sc.device_variants},
+                {"plan_variants", sc.plan_variants},
                 {"cases", opt_.cases},
                 {"created", utc_now()},
                 {"generator", std::string("vattn ") + VATTN_VERSION}};

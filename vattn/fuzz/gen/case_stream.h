@@ -20,6 +20,9 @@ struct StreamConfig {
   uint64_t seed = 1;
   std::string budget = "large";  // small | medium | large
   bool device_variants = false;  // draw slot_base and fault run parameters (GPU targets only)
+  // Draw the plan another GPU would make (sms, sm_blocks run parameters): only for revisions
+  // with the in-tree test plan hook (kernels/vattn_abi.h).
+  bool plan_variants = false;
 };
 
 struct StreamCase {
