@@ -5,13 +5,16 @@ Mutants come from an established tool, universalmutator (PyPI; its C/C++ rules r
 flipped comparisons, off-by-one constants and bounds, swapped or dropped operands, removed
 statements (barriers and waits included), changed shifts and masks. This script only drives it:
 
-  generate  mutate every source of kernels/ (universalmutator, --noCheck), keep a seeded sample
-  build     compile each mutant (nvcc, sm_90a, the revision library's flags, in parallel): a mutant
-            that does not compile is stillborn; one whose device code (the cubin) and host code
-            (its disassembly and constants, the front end's per-compile namespace hash masked)
-            equal the original's is equivalent by construction; one equal to an earlier mutant is
-            a duplicate. The rest are linked into revision libraries (on a fresh machine, build
-            links again the candidates whose library is missing).
+  generate  mutate every source that one revision compiles (--revision: split-v2, the shipped
+            default, or split-v1, the baseline) with universalmutator (--noCheck), keep a seeded
+            sample; the revision is recorded in DIR/mutants.json (a file without one is split-v1's)
+  build     compile each mutant once (nvcc -c, sm_90a, the revision library's flags, in parallel):
+            a mutant that does not compile is stillborn; one whose device code (the object's
+            fatbin, which holds the sm_90a cubin as ptxas wrote it) and host code (its disassembly
+            and constants, the front end's per-compile namespace hash masked) equal the original's
+            is equivalent by construction; one equal to an earlier mutant is a duplicate. The rest
+            are linked into revision libraries (on a fresh machine, build links again the
+            candidates whose library is missing).
   run       `vattn fuzz --kernel mutant.so --stop-after-findings 1` for a fixed time per mutant
             (on a GPU machine; several at once with --parallel); a crash, hang or wrong answer
             kills it. Resumable: mutants already judged are skipped, so the full run can be split
@@ -22,7 +25,7 @@ statements (barriers and waits included), changed shifts and masks. This script 
             DIR/score.json and DIR/score.md.
 
 usage:
-  mutants.py generate --out DIR [--sample N] [--seed S] [--mutate PATH]
+  mutants.py generate --out DIR [--revision split-v2|split-v1] [--sample N] [--seed S] [--mutate PATH]
   mutants.py build --out DIR [-j N] [--nvcc PATH]
   mutants.py run --out DIR --vattn PATH [--seconds 60] [--parallel K] [--limit N] [--max-seconds S]
   mutants.py report --out DIR [--verdicts FILE]
@@ -38,6 +41,7 @@ import os
 import random
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -45,14 +49,39 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KERNELS = os.path.join(ROOT, "kernels")
-# split-v1's sources (the revision the mutants are built from; split_v2_partial.cuh and pdl.cuh,
-# which split-v1 does not compile in, would give only equivalent mutants).
-SOURCES = ["split_revision.cu", "split_revision.cuh", "split_traits.h", "split_partial.cuh", "split_keys.cuh",
-           "split_tile.cuh", "split_reduce.cuh", "split_plan.cuh", "split_params.h", "mma_sm80.cuh"]
-# The revision library's compile line (kernels/CMakeLists.txt, vattn_rev_split_v1), for sm_90a only:
-# the GPU that runs the mutants is an H200.
+# Each revision: the .cu its library is built from, the sources it compiles in that are mutated,
+# and those it compiles in (nvcc -M) where a mutant could only be equivalent, with the reason.
+# split-v2 does not include split_partial.cuh or split_tile.cuh.
+_NOT_KERNEL = {"timeline.cuh": "empty without -DVATTN_TIMELINE (the timing probe's build)",
+               "vattn_abi.h": "the interface the suite is compiled against too: a mutant there breaks the "
+                              "contract between the two, not the kernel"}
+REVISIONS = {
+    "split-v1": {"source": "split_revision.cu",
+                 "sources": ["split_revision.cu", "split_revision.cuh", "split_traits.h", "split_partial.cuh",
+                             "split_keys.cuh", "split_tile.cuh", "split_reduce.cuh", "split_plan.cuh",
+                             "split_params.h", "mma_sm80.cuh"],
+                 "left_out": dict(_NOT_KERNEL, **{"pdl.cuh": "no-ops without Traits::kPdl, which split-v1 leaves off",
+                                                  "split_pack.h": "called only under Traits::kPackLoneRequest, "
+                                                                  "which split-v1 leaves off"})},
+    "split-v2": {"source": "split_revision_v2.cu",
+                 "sources": ["split_revision_v2.cu", "split_revision.cuh", "split_traits.h", "split_v2_partial.cuh",
+                             "split_keys.cuh", "split_pack.h", "split_reduce.cuh", "split_plan.cuh", "split_params.h",
+                             "mma_sm80.cuh", "pdl.cuh"],
+                 "left_out": dict(_NOT_KERNEL)},
+}
+DEFAULT_REVISION = "split-v2"
+OLD_REVISION = "split-v1"  # mutants.json files written before the revision was recorded
+# The revision library's compile line (kernels/CMakeLists.txt, vattn_rev_split_v1 and _v2: the same
+# flags for both; PDL is Traits::kPdl, not a flag): Release's -O3 -DNDEBUG, CUDA_STANDARD 17,
+# position-independent, hidden visibility, VATTN_EXPORT_GET_REVISION, vattn_cuda_target's
+# --expt-relaxed-constexpr and vattn_warnings' one error flag. For sm_90a only: the GPUs that
+# judge the mutants are Hopper. Without -lineinfo, which adds only line tables (the same .text in
+# the cubin), and those would name each mutant's temporary directory.
 FLAGS = ["-O3", "-DNDEBUG", "-DVATTN_EXPORT_GET_REVISION", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden",
-         "-gencode=arch=compute_90a,code=sm_90a", "--expt-relaxed-constexpr", "-std=c++17"]
+         "-gencode=arch=compute_90a,code=sm_90a", "--expt-relaxed-constexpr", "-std=c++17",
+         "--Werror=cross-execution-space-call"]
+# What a key is made of (folded into the toolchain's hash: keys of another scheme are made again).
+KEY_SCHEME = "fatbin+host-v2"
 SCHEMA = "vattn-mutants"
 # Host sections whose bytes are constants the code reads (the device code is the cubin).
 HOST_DATA_SECTIONS = [".rodata", ".rodata.str1.1", ".rodata.str1.8", ".rodata.cst4", ".rodata.cst8", ".rodata.cst16",
@@ -75,7 +104,13 @@ def load(out):
         die(f"{path}: not JSON ({e})")
     if d.get("schema") != SCHEMA or d.get("version") != 1:
         die(f"{path}: not a {SCHEMA} version 1 file")
+    if revision_of(d) not in REVISIONS:
+        die(f"{path}: revision {revision_of(d)!r} is not one of {', '.join(REVISIONS)}")
     return d
+
+
+def revision_of(d):
+    return d.get("revision", OLD_REVISION)
 
 
 def save(out, d):
@@ -96,8 +131,8 @@ def cmd_generate(a):
         die("universalmutator's `mutate` is not on PATH (pip install universalmutator), or give --mutate PATH")
     os.makedirs(a.out, exist_ok=True)
     raw = os.path.join(a.out, "raw")
-    records = []
-    for name in SOURCES:
+    records, per_file = [], {}
+    for name in REVISIONS[a.revision]["sources"]:
         src = os.path.join(KERNELS, name)
         dest = os.path.join(raw, name)
         os.makedirs(dest, exist_ok=True)
@@ -111,7 +146,8 @@ def cmd_generate(a):
             with open(os.path.join(dest, m)) as f:
                 diff = unified_diff(original, f.read(), name)
             records.append({"file": name, "mutant": os.path.join("raw", name, m), "diff": diff})
-        print(f"generate: {name}: {len(os.listdir(dest))} mutants")
+        per_file[name] = len(os.listdir(dest))
+        print(f"generate: {name}: {per_file[name]} mutants")
     total = len(records)
     if a.sample and a.sample < total:
         records = random.Random(a.seed).sample(records, a.sample)
@@ -124,25 +160,46 @@ def cmd_generate(a):
         shutil.copyfile(os.path.join(a.out, r["mutant"]), os.path.join(a.out, kept))
         r["mutant"] = kept
     shutil.rmtree(raw)
-    save(a.out, {"schema": SCHEMA, "version": 1, "generated": total, "sample": a.sample, "seed": a.seed,
-                 "tool": "universalmutator", "mutants": records})
-    print(f"generate: {total} mutants in all; kept {len(records)}" + (f" (sample, seed {a.seed})" if a.sample else ""))
+    save(a.out, {"schema": SCHEMA, "version": 1, "revision": a.revision, "generated": total,
+                 "generated_per_file": per_file, "sample": a.sample, "seed": a.seed, "tool": "universalmutator",
+                 "mutants": records})
+    kept = {}
+    for r in records:
+        kept[r["file"]] = kept.get(r["file"], 0) + 1
+    print(f"generate: {a.revision}: {total} mutants in all; kept {len(records)}"
+          + (f" (sample, seed {a.seed}): " + ", ".join(f"{k} {v}" for k, v in sorted(kept.items())) if a.sample else ""))
 
 
-def compile_tree(nvcc, tree, work):
-    """Compiles split_revision.cu of a kernels/ copy: (ok, key or error, object path)."""
-    cubin, obj = os.path.join(work, "rev.cubin"), os.path.join(work, "rev.o")
-    src = os.path.join(tree, "split_revision.cu")
-    base = [nvcc, "-I" + tree] + FLAGS
-    p = subprocess.run(base + ["-cubin", "-o", cubin, src], capture_output=True, text=True, timeout=600)
+def elf_section(path, name):
+    """The bytes of one section of an ELF64 little-endian file (the host object nvcc wrote), or None."""
+    with open(path, "rb") as f:
+        b = f.read()
+    if b[:4] != b"\x7fELF" or b[4] != 2 or b[5] != 1:
+        return None
+    shoff, = struct.unpack_from("<Q", b, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", b, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQ", b, shoff + i * shentsize) for i in range(shnum)]
+    names = heads[shstrndx]
+    for h in heads:
+        start = names[4] + h[0]
+        if b[start:b.index(b"\0", start)].decode() == name:
+            return b[h[4]:h[4] + h[5]]
+    return None
+
+
+def compile_tree(nvcc, tree, work, source):
+    """Compiles the revision's .cu of a kernels/ copy, once: (ok, key or error, object path)."""
+    obj = os.path.join(work, "rev.o")
+    p = subprocess.run([nvcc, "-I" + tree] + FLAGS + ["-c", "-o", obj, os.path.join(tree, source)],
+                       capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         return False, (p.stderr.strip().splitlines() or ["?"])[-1][:300], None
-    p = subprocess.run(base + ["-c", "-o", obj, src], capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        return False, (p.stderr.strip().splitlines() or ["?"])[-1][:300], None
-    h = hashlib.sha256()
-    with open(cubin, "rb") as f:
-        h.update(f.read())  # the device code: nvcc writes the same cubin for the same source
+    # The device code: the object's fatbin holds the cubin byte for byte as -cubin writes it, behind
+    # a header that names neither the source nor its directory.
+    fatbin = elf_section(obj, ".nv_fatbin")
+    if not fatbin:
+        return False, "no .nv_fatbin section in the object", None
+    h = hashlib.sha256(fatbin)
     # The host code and its constants. The first lines name the file; the front end names the
     # anonymous namespace after a per-compile hash (_GLOBAL__N__<hex>_), which is not code.
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", obj], capture_output=True, text=True).stdout
@@ -154,26 +211,28 @@ def compile_tree(nvcc, tree, work):
     return True, h.hexdigest(), obj
 
 
-def build_one(nvcc, out, r):
+def build_one(nvcc, out, source, r):
+    t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="vattn-mutant-") as work:
         tree = os.path.join(work, "kernels")
         shutil.copytree(KERNELS, tree)
         if r is not None:
             shutil.copyfile(os.path.join(out, r["mutant"]), os.path.join(tree, r["file"]))
-        ok, key, obj = compile_tree(nvcc, tree, work)
+        ok, key, obj = compile_tree(nvcc, tree, work, source)
         if not ok:
-            return {"status": "stillborn", "error": key}
+            return {"status": "stillborn", "error": key}, time.time() - t0
         so = os.path.join(out, "lib", (r["id"] if r else "original") + ".so")
         os.makedirs(os.path.dirname(so), exist_ok=True)
         p = subprocess.run([nvcc, "-shared", "-o", so, obj], capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
-            return {"status": "stillborn", "error": "link: " + p.stderr.strip()[-300:]}
-        return {"status": "compiled", "key": key, "so": os.path.relpath(so, out)}
+            return {"status": "stillborn", "error": "link: " + p.stderr.strip()[-300:]}, time.time() - t0
+        return {"status": "compiled", "key": key, "so": os.path.relpath(so, out)}, time.time() - t0
 
 
-def toolchain(nvcc):
-    """The compilers' versions: equal sources give equal keys only under the same toolchain."""
-    h = hashlib.sha256()
+def toolchain(nvcc, source):
+    """The compilers' versions, the flags, the revision's source and the key's scheme: equal sources
+    give equal keys only when all of these are the same."""
+    h = hashlib.sha256(json.dumps([KEY_SCHEME, FLAGS, source]).encode())
     for cmd in ([nvcc, "--version"], [os.environ.get("CXX", "c++"), "--version"]):
         try:
             h.update(subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.encode())
@@ -185,12 +244,16 @@ def toolchain(nvcc):
 def cmd_build(a):
     d = load(a.out)
     nvcc = a.nvcc or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    tc = toolchain(nvcc)
+    revision = revision_of(d)
+    source = REVISIONS[revision]["source"]
+    print(f"build: {revision}: each mutant compiled once from kernels/{source}, -j {a.jobs}", flush=True)
+    tc = toolchain(nvcc, source)
     if d.get("toolchain") not in (None, tc):
         # Keys made by other compilers (say, built on this machine, judged on the GPU machine, whose
-        # host compiler differs) cannot be compared with this one's: the original and every
-        # candidate whose library is not here are keyed again. Stillborn and equivalent mutants
-        # keep their status: the device code comes from the same nvcc release.
+        # host compiler differs), or with other flags or another key scheme, cannot be compared with
+        # this one's: the original and every candidate whose library is not here are keyed again.
+        # Stillborn and equivalent mutants keep their status: the device code comes from the same
+        # nvcc release.
         again = [r for r in d["mutants"] if r["status"] in ("candidate", "duplicate")
                  and not os.path.exists(os.path.join(a.out, r.get("so", "-")))]
         print(f"build: another toolchain built {a.out} before; keying the original and {len(again)} candidates again",
@@ -202,7 +265,7 @@ def cmd_build(a):
         d.pop("original_key", None)
     d["toolchain"] = tc
     if "original_key" not in d:
-        res = build_one(nvcc, a.out, None)
+        res, _ = build_one(nvcc, a.out, source, None)
         if res["status"] != "compiled":
             die(f"the original kernels/ does not compile: {res.get('error')}")
         d["original_key"] = res["key"]
@@ -210,11 +273,13 @@ def cmd_build(a):
     todo = [r for r in d["mutants"] if r["status"] == "generated"]
     # A candidate not judged yet whose library is gone (a fresh GPU machine) is linked again.
     relink = [r for r in d["mutants"] if r["status"] == "candidate" and not os.path.exists(os.path.join(a.out, r["so"]))]
-    t0 = time.time()
+    t0, busy, compiled = time.time(), 0.0, 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        futures = {pool.submit(build_one, nvcc, a.out, r): r for r in todo + relink}
+        futures = {pool.submit(build_one, nvcc, a.out, source, r): r for r in todo + relink}
         for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
-            r, res = futures[fut], fut.result()
+            r, (res, seconds) = futures[fut], fut.result()
+            busy += seconds
+            compiled += res["status"] == "compiled"
             if r["status"] == "candidate":
                 if res["status"] != "compiled" or res["key"] != r["key"]:
                     die(f"{r['id']}: built again it is not the candidate it was ({res.get('error') or 'other code'})")
@@ -223,6 +288,9 @@ def cmd_build(a):
             if n % 20 == 0 or n == len(todo):
                 print(f"build: {n}/{len(todo) + len(relink)} ({time.time() - t0:.0f} s)", flush=True)
                 save(a.out, d)
+    if todo or relink:
+        print(f"build: {len(todo) + len(relink)} mutants in {time.time() - t0:.0f} s ({compiled} compiled and linked; "
+              f"{busy / (len(todo) + len(relink)):.1f} s each on average, -j {a.jobs})", flush=True)
     seen = {d["original_key"]: "original"}
     for r in sorted(d["mutants"], key=lambda r: r["id"]):  # the first of equal mutants stands for them
         if r["status"] in ("candidate", "killed", "survived", "unjudged"):
@@ -426,8 +494,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     sub = ap.add_subparsers(dest="step", required=True)
-    g = sub.add_parser("generate", help="mutate kernels/ and keep a sample")
+    g = sub.add_parser("generate", help="mutate one revision's sources of kernels/ and keep a sample")
     g.add_argument("--out", required=True)
+    g.add_argument("--revision", choices=sorted(REVISIONS), default=DEFAULT_REVISION,
+                   help=f"the revision whose sources are mutated (default {DEFAULT_REVISION}, the shipped one)")
     g.add_argument("--sample", type=int, default=0, help="keep N random mutants (0: all)")
     g.add_argument("--seed", type=int, default=1)
     g.add_argument("--mutate", help="universalmutator's mutate (default: on PATH)")
