@@ -15,9 +15,10 @@ statements (barriers and waits included), changed shifts and masks. This script 
             is equivalent by construction; one equal to an earlier mutant is a duplicate. The rest
             are linked into revision libraries (on a fresh machine, build links again the
             candidates whose library is missing).
-  run       `vattn fuzz --kernel mutant.so --stop-after-findings 1` for a fixed time per mutant
-            (on a GPU machine; several at once with --parallel); a crash, hang or wrong answer
-            kills it. Resumable: mutants already judged are skipped, so the full run can be split
+  run       `vattn fuzz --kernel mutant.so --stop-after-findings 1` for a fixed time per mutant,
+            on a GPU machine: one campaign per GPU at a time (--parallel: campaigns per GPU),
+            each pinned to its GPU with CUDA_VISIBLE_DEVICES; a crash, hang or wrong answer kills
+            it. Resumable: mutants already judged are skipped, so the full run can be split
             across device calls (--limit, --max-seconds).
   report    the mutation score (killed / judged non-equivalent mutants), time to kill, the check
             that killed each, and every survivor with its diff and its verdict from
@@ -27,7 +28,7 @@ statements (barriers and waits included), changed shifts and masks. This script 
 usage:
   mutants.py generate --out DIR [--revision split-v2|split-v1] [--sample N] [--seed S] [--mutate PATH]
   mutants.py build --out DIR [-j N] [--nvcc PATH]
-  mutants.py run --out DIR --vattn PATH [--seconds 60] [--parallel K] [--limit N] [--max-seconds S]
+  mutants.py run --out DIR --vattn PATH [--seconds 60] [--gpus N] [--parallel K] [--limit N] [--max-seconds S]
   mutants.py report --out DIR [--verdicts FILE]
 Every step reads and writes DIR/mutants.json (one record per mutant, its status and evidence).
 """
@@ -38,6 +39,7 @@ import difflib
 import hashlib
 import json
 import os
+import queue
 import random
 import re
 import shutil
@@ -311,16 +313,18 @@ def cmd_build(a):
     print("build: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
 
 
-def judge(vattn, out, r, seconds, threads):
+def judge(vattn, out, r, seconds, threads, gpu):
     camp = os.path.join(out, "campaigns", r["id"])
     shutil.rmtree(camp, ignore_errors=True)
     t0 = time.time()
-    # The first confirmed finding kills the mutant: the campaign stops there (no shrinking).
+    # The first confirmed finding kills the mutant: the campaign stops there (no shrinking). The
+    # campaign sees its GPU alone: `vattn fuzz` starts one worker per visible GPU.
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
     p = subprocess.run([vattn, "fuzz", "--kernel", os.path.join(out, r["so"]), "--hours", f"{seconds / 3600:.6f}",
                         "--out", camp, "--no-report", "--max-shrink-runs", "0", "--stop-after-findings", "1",
                         "--threads", str(threads)],
-                       capture_output=True, text=True, timeout=seconds + 600)
-    res = {"fuzz_exit": p.returncode, "fuzz_seconds": round(time.time() - t0, 1)}
+                       capture_output=True, text=True, timeout=seconds + 600, env=env)
+    res = {"fuzz_exit": p.returncode, "fuzz_seconds": round(time.time() - t0, 1), "gpu": gpu, "threads": threads}
     try:
         with open(os.path.join(camp, "summary.json")) as f:
             s = json.load(f)
@@ -350,21 +354,73 @@ def time_of_case(camp, index):
     return None
 
 
+def visible_gpus():
+    """The GPUs this machine lets a campaign use, as `vattn fuzz` finds them: CUDA_VISIBLE_DEVICES
+    when set, else the driver's /proc entries, else `nvidia-smi -L`."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g for g in env.split(",") if g and g != "-1"]
+    try:
+        n = len(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        n = 0
+    if n == 0:
+        try:
+            lines = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60).stdout
+            n = sum(1 for line in lines.splitlines() if line.startswith("GPU "))
+        except (OSError, subprocess.TimeoutExpired):
+            n = 0
+    return [str(i) for i in range(n)]
+
+
+def gpu_shares(n):
+    """The GPUs to judge on: the first n visible ones (all of them without n); n GPUs numbered 0..n-1
+    where none is seen (a test with a stand-in for vattn)."""
+    seen = visible_gpus()
+    if not n:
+        if not seen:
+            die("run: no GPU found (CUDA_VISIBLE_DEVICES, /proc/driver/nvidia/gpus, nvidia-smi -L); give --gpus N")
+        return seen
+    if seen and n > len(seen):
+        die(f"run: --gpus {n}, but only {len(seen)} GPU(s) are visible ({','.join(seen)})")
+    return seen[:n] if seen else [str(i) for i in range(n)]
+
+
 def cmd_run(a):
     d = load(a.out)
     todo = [r for r in d["mutants"] if r["status"] == "candidate"][: a.limit or None]
-    # Each campaign's worker gets an equal share of the cores for generation and CPU oracles.
-    threads = max(1, (os.cpu_count() or 2) // a.parallel - 1)
-    print(f"run: {len(todo)} mutants to judge, {a.seconds} s each, {a.parallel} at a time, {threads} threads each",
-          flush=True)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=a.parallel) as pool:
-        deadline = time.time() + a.max_seconds if a.max_seconds else None
+    gpus = gpu_shares(a.gpus)
+    campaigns = len(gpus) * a.parallel
+    # Each campaign's worker gets an equal share of the cores for generation and CPU oracles (one
+    # core of the share is left to its supervisor).
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 2
+    threads = max(1, cores // campaigns - 1)
+    print(f"run: {len(todo)} mutants to judge, {a.seconds:g} s each, on {len(gpus)} GPU(s) ({','.join(gpus)}), "
+          f"{a.parallel} campaign(s) per GPU at a time, {threads} threads each ({cores} cores)", flush=True)
+    # A GPU share is a token: a campaign takes one, runs pinned to its GPU and gives it back.
+    shares = queue.Queue()
+    for _ in range(a.parallel):
+        for g in gpus:
+            shares.put(g)
+    deadline = time.time() + a.max_seconds if a.max_seconds else None
 
-        def judge_in_time(r):  # past --max-seconds no new mutant starts: it stays for the next call
+    def judge_in_time(r):  # past --max-seconds no new mutant starts: it stays for the next call
+        if deadline is not None and time.time() + a.seconds > deadline:
+            return {}
+        gpu = shares.get()
+        try:
             if deadline is not None and time.time() + a.seconds > deadline:
                 return {}
-            return judge(a.vattn, a.out, r, a.seconds, threads)
+            res = judge(a.vattn, a.out, r, a.seconds, threads, gpu)
+            res["campaigns_per_gpu"] = a.parallel
+            return res
+        finally:
+            shares.put(gpu)
 
+    with concurrent.futures.ThreadPoolExecutor(max_workers=campaigns) as pool:
         futures = {pool.submit(judge_in_time, r): r for r in todo}
         for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
             r = futures[fut]
@@ -373,8 +429,10 @@ def cmd_run(a):
                 continue
             r.update(res)
             save(a.out, d)
-            print(f"run: {n}/{len(todo)} {r['id']} ({r['file']}): {r['status']}"
-                  + (f" by {r['killed_by']}" if r.get("killed_by") else ""), flush=True)
+            ttk = r.get("time_to_kill_s")
+            print(f"run: {n}/{len(todo)} {r['id']} ({r['file']}, GPU {r['gpu']}): {r['status']}"
+                  + (f" by {r['killed_by']}" if r.get("killed_by") else "")
+                  + (f" after {ttk:.1f} s" if ttk is not None else "") + f" ({r['fuzz_seconds']} s in all)", flush=True)
     cmd_report(a)
 
 
@@ -490,6 +548,13 @@ def cmd_report(a):
     print(f"report: {os.path.join(a.out, 'score.md')}, {os.path.join(a.out, 'score.json')}")
 
 
+def positive(text):
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more (got {text})")
+    return n
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
@@ -503,13 +568,17 @@ def main():
     g.add_argument("--mutate", help="universalmutator's mutate (default: on PATH)")
     b = sub.add_parser("build", help="compile, drop stillborn/equivalent/duplicate, link the rest")
     b.add_argument("--out", required=True)
-    b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
+    b.add_argument("-j", "--jobs", type=positive, default=os.cpu_count() or 2)
     b.add_argument("--nvcc")
     r = sub.add_parser("run", help="fuzz each candidate for a fixed time (GPU machine)")
     r.add_argument("--out", required=True)
     r.add_argument("--vattn", required=True)
     r.add_argument("--seconds", type=float, default=60)
-    r.add_argument("--parallel", type=int, default=2)
+    r.add_argument("--gpus", type=positive, default=0,
+                   help="judge on the first N visible GPUs (default: every one CUDA_VISIBLE_DEVICES, the driver or "
+                        "nvidia-smi -L shows)")
+    r.add_argument("--parallel", type=positive, default=1,
+                   help="campaigns at a time per GPU (default 1: each campaign has its GPU to itself)")
     r.add_argument("--limit", type=int, default=0, help="judge at most N this call (resume with the next)")
     r.add_argument("--max-seconds", type=float, default=0,
                    help="start no mutant that could end after this many seconds of the run (0: no limit)")
