@@ -20,16 +20,17 @@ statements (barriers and waits included), changed shifts and masks. This script 
             each pinned to its GPU with CUDA_VISIBLE_DEVICES; a crash, hang or wrong answer kills
             it. Resumable: mutants already judged are skipped, so the full run can be split
             across device calls (--limit, --max-seconds).
-  report    the mutation score (killed / judged non-equivalent mutants), time to kill, the check
-            that killed each, and every survivor with its diff and its verdict from
-            scripts/mutation/verdicts.json (a survivor shown equivalent leaves the denominator):
-            DIR/score.json and DIR/score.md.
+  report    the mutation score (killed / judged non-equivalent mutants), each kill's time to first
+            finding (the campaign's start to its first failing case) and the slowest of them, the
+            share of kills within --kill-within seconds, the check that killed each, and every
+            survivor with its diff and its verdict from scripts/mutation/verdicts.json (a survivor
+            shown equivalent leaves the denominator): DIR/score.json and DIR/score.md.
 
 usage:
   mutants.py generate --out DIR [--revision split-v2|split-v1] [--sample N] [--seed S] [--mutate PATH]
   mutants.py build --out DIR [-j N] [--nvcc PATH]
   mutants.py run --out DIR --vattn PATH [--seconds 60] [--gpus N] [--parallel K] [--limit N] [--max-seconds S]
-  mutants.py report --out DIR [--verdicts FILE]
+  mutants.py report --out DIR [--verdicts FILE] [--kill-within 60]
 Every step reads and writes DIR/mutants.json (one record per mutant, its status and evidence).
 """
 
@@ -335,23 +336,40 @@ def judge(vattn, out, r, seconds, threads, gpu):
     if s.get("findings"):
         f = s["findings"][0]
         res.update(status="killed", killed_by=f.get("signature", "?"), first_case=f.get("first_case", {}).get("index"))
-        res["time_to_kill_s"] = time_of_case(camp, res["first_case"])
+        first = first_finding(camp)
+        if first:
+            res.update(time_to_kill_s=first["elapsed_s"], first_case=first["index"], first_case_s=first["case_s"])
+            res["killed_by"] = first["sig"] or res["killed_by"]
+        else:
+            res["time_to_kill_s"] = None
     else:
         res["status"] = "survived"
     return res
 
 
-def time_of_case(camp, index):
-    """Seconds into the campaign at which case `index` was raised as a finding (its journal line)."""
+def first_finding(camp):
+    """The campaign's first failing case, from its journal: the finding line is written when the
+    case's verdict comes in, before the finding is confirmed in a fresh worker; its elapsed_s counts
+    from the campaign's start (before its workers start), so the time to first finding includes
+    starting a worker and loading the library. case_s: the failing case's own duration (its
+    verdict's total_s; the case started that long before)."""
+    first = None
     try:
         with open(os.path.join(camp, "journal.jsonl")) as f:
             for line in f:
-                j = json.loads(line)
-                if j.get("t") == "finding" and j.get("first", {}).get("index") == index:
-                    return j.get("elapsed_s")
-    except (OSError, json.JSONDecodeError):
+                try:
+                    j = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a torn last line (a killed campaign)
+                if j.get("t") != "finding" or j.get("elapsed_s") is None:
+                    continue
+                if first is None or j["elapsed_s"] < first["elapsed_s"]:
+                    v = j.get("first", {})
+                    first = {"elapsed_s": j["elapsed_s"], "sig": j.get("sig"), "index": v.get("index"),
+                             "case_s": v.get("total_s")}
+    except OSError:
         pass
-    return None
+    return first
 
 
 def visible_gpus():
@@ -470,9 +488,13 @@ def load_verdicts(path):
     return out
 
 
+SLOWEST = 10  # the slowest kills listed in the report
+
+
 def cmd_report(a):
     d = load(a.out)
     ms = d["mutants"]
+    revision = revision_of(d)
     verdicts = load_verdicts(a.verdicts)
     by = {}
     for r in ms:
@@ -488,30 +510,60 @@ def cmd_report(a):
     equivalent = [r for r in survived if r["verdict"] == "equivalent"]
     judged = len(killed) + len(survived) - len(equivalent)
     score = len(killed) / judged if judged else None
-    kill_times = sorted(r["time_to_kill_s"] for r in killed if r.get("time_to_kill_s") is not None)
+    # Time to first finding: the campaign's start to its first failing case (first_finding). A kill
+    # whose journal gave no time counts as not within the bound.
+    timed = sorted((r for r in killed if r.get("time_to_kill_s") is not None), key=lambda r: -r["time_to_kill_s"])
+    kill_times = sorted(r["time_to_kill_s"] for r in timed)
+    untimed = [r["id"] for r in killed if r.get("time_to_kill_s") is None]
+    within = sum(1 for t in kill_times if t <= a.kill_within)
     checks = {}
     for r in killed:
         checks[r["killed_by"]] = checks.get(r["killed_by"], 0) + 1
-    rep = {"schema": "vattn-mutation-score", "version": 1, "generated": d.get("generated"), "sampled": len(ms),
+    # How the campaigns shared the GPUs (recorded per mutant by run; absent in older files).
+    per_gpu = sorted({r["campaigns_per_gpu"] for r in killed + survived if r.get("campaigns_per_gpu")})
+    gpus = sorted({r["gpu"] for r in killed + survived if r.get("gpu") is not None})
+
+    def brief(r):
+        return {"id": r["id"], "file": r["file"], "status": r["status"], "killed_by": r.get("killed_by"),
+                "time_to_kill_s": r.get("time_to_kill_s"), "first_case": r.get("first_case"),
+                "first_case_s": r.get("first_case_s"), "fuzz_seconds": r.get("fuzz_seconds"), "cases": r.get("cases"),
+                "gpu": r.get("gpu")}
+
+    rep = {"schema": "vattn-mutation-score", "version": 1, "revision": revision, "generated": d.get("generated"),
+           "generated_per_file": d.get("generated_per_file"), "sampled": len(ms), "seed": d.get("seed"),
            "counts": {k: len(v) for k, v in by.items()}, "judged": judged, "killed": len(killed),
            "survivors_equivalent": len(equivalent),
            "score": score, "median_time_to_kill_s": kill_times[len(kill_times) // 2] if kill_times else None,
+           "max_time_to_kill_s": kill_times[-1] if kill_times else None,
+           "kill_within_s": a.kill_within, "kills_within": within,
+           "kills_within_share": within / len(killed) if killed else None, "kills_untimed": untimed,
+           "campaigns_per_gpu": per_gpu, "gpus": gpus,
+           "slowest_kills": [brief(r) for r in timed[:SLOWEST]],
            "killed_by": checks,
-           "judged_mutants": [{"id": r["id"], "file": r["file"], "status": r["status"], "killed_by": r.get("killed_by"),
-                               "time_to_kill_s": r.get("time_to_kill_s"), "fuzz_seconds": r.get("fuzz_seconds"),
-                               "cases": r.get("cases")} for r in sorted(killed + survived, key=lambda r: r["id"])],
+           "judged_mutants": [brief(r) for r in sorted(killed + survived, key=lambda r: r["id"])],
            "survivors": [{"id": r["id"], "file": r["file"], "cases": r.get("cases"), "diff": r["diff"],
                           "verdict": r["verdict"], "why": r["why"]} for r in survived]}
     with open(os.path.join(a.out, "score.json"), "w") as f:
         json.dump(rep, f, indent=1)
-    lines = ["# Mutation score of kernels/", "",
-             f"{d.get('generated')} mutants generated by universalmutator; {len(ms)} sampled (seed {d.get('seed')}).", "",
-             "| status | mutants |", "|---|---|"]
+    lines = [f"# Mutation score of kernels/ ({revision})", "",
+             (f"{d.get('generated')} mutants of {revision}'s sources generated by universalmutator; {len(ms)} sampled "
+              f"(seed {d.get('seed')}).")]
+    if d.get("generated_per_file"):
+        lines += ["", "| file | generated | sampled |", "|---|---|---|"]
+        for name, n in d["generated_per_file"].items():
+            lines.append(f"| {name} | {n} | {sum(1 for r in ms if r['file'] == name)} |")
+    lines += ["", "| status | mutants |", "|---|---|"]
     lines += [f"| {k} | {len(v)} |" for k, v in sorted(by.items())]
     lines += ["", f"**Score: {len(killed)} killed of {judged} judged non-equivalent mutants"
               + (f" = {100 * score:.1f}%**" if score is not None else " (none judged yet)**")
               + (f" ({len(equivalent)} survivors shown equivalent left out: scripts/mutation/verdicts.json)"
                  if equivalent else ""), ""]
+    if killed:
+        lines += [f"**Kills within {a.kill_within:g} s of one campaign: {within} of {len(killed)} "
+                  f"({100 * within / len(killed):.1f}%)**"
+                  + (f"; no time in the journal for {', '.join(untimed)}" if untimed else "")
+                  + (f". Judged with {' or '.join(str(k) for k in per_gpu)} campaign(s) at a time per GPU"
+                     f" on GPU(s) {', '.join(gpus)}." if per_gpu else "."), ""]
     still = [r for r in survived if r["verdict"] == "killed-by-new-check"]
     if still:
         lines += [f"**{len(still)} survivor(s) whose verdict says a new check kills them survived: "
@@ -523,18 +575,28 @@ def cmd_report(a):
     if [r for r in survived if r["verdict"] == "open"]:
         lines += ["Survivors without a verdict: " + ", ".join(r["id"] for r in survived if r["verdict"] == "open"), ""]
     if kill_times:
-        lines.append(f"Time to kill: median {rep['median_time_to_kill_s']:.0f} s, max {kill_times[-1]:.0f} s.")
+        lines.append(f"Time to first finding: median {rep['median_time_to_kill_s']:.1f} s, max {kill_times[-1]:.1f} s.")
+    ttk_note = ("time to first finding: from the campaign's start (before its worker starts) to the verdict of its "
+                "first failing case (the journal's finding line, written before the finding is confirmed); "
+                "failing case: that case's own duration; wall: the whole `vattn fuzz` run (start, the failing "
+                "case, its confirmation, the stop)")
+    if timed:
+        lines += ["", f"## The slowest kills ({min(SLOWEST, len(timed))} of {len(killed)})", "", ttk_note, "",
+                  "| mutant | file | killed by | time to first finding (s) | failing case (s) | wall (s) | cases |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in timed[:SLOWEST]:
+            lines.append(f"| {r['id']} | {r['file']} | {r['killed_by']} | {r['time_to_kill_s']:.1f} | "
+                         f"{fmt(r.get('first_case_s'), 2)} | {r.get('fuzz_seconds', '')} | {r.get('cases', '')} |")
     if checks:
         lines += ["", "| killed by | mutants |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(checks.items())]
     if killed or survived:
-        lines += ["", "## Every judged mutant", "",
-                  ("time to kill: from the campaign's start to its first finding (journal); wall: the whole "
-                   "`vattn fuzz` run (start, the failing case, its confirmation)"), "",
-                  "| mutant | file | status | killed by | time to kill (s) | wall (s) | cases |", "|---|---|---|---|---|---|---|"]
+        lines += ["", "## Every judged mutant", "", ttk_note, "",
+                  ("| mutant | file | status | killed by | time to first finding (s) | failing case (s) | wall (s) | "
+                   "cases |"), "|---|---|---|---|---|---|---|---|"]
         for r in sorted(killed + survived, key=lambda r: r["id"]):
-            ttk = r.get("time_to_kill_s")
             lines.append(f"| {r['id']} | {r['file']} | {r['status']} | {r.get('killed_by') or ''} | "
-                         f"{'' if ttk is None else f'{ttk:.0f}'} | {r.get('fuzz_seconds', '')} | {r.get('cases', '')} |")
+                         f"{fmt(r.get('time_to_kill_s'), 1)} | {fmt(r.get('first_case_s'), 2)} | "
+                         f"{r.get('fuzz_seconds', '')} | {r.get('cases', '')} |")
     if survived:
         lines += ["", "## Survivors", ""]
         for r in survived:
@@ -544,8 +606,13 @@ def cmd_report(a):
             lines += ["```diff", r["diff"].rstrip(), "```", ""]
     with open(os.path.join(a.out, "score.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    print("\n".join(lines[:12]))
+    head = lines.index("| status | mutants |")
+    print("\n".join(lines[:2] + lines[head:head + len(by) + 6]))
     print(f"report: {os.path.join(a.out, 'score.md')}, {os.path.join(a.out, 'score.json')}")
+
+
+def fmt(x, digits):
+    return "" if x is None else f"{x:.{digits}f}"
 
 
 def positive(text):
@@ -587,6 +654,8 @@ def main():
     for q in (r, p):
         q.add_argument("--verdicts", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "verdicts.json"),
                        help="survivors' verdicts (default: scripts/mutation/verdicts.json)")
+        q.add_argument("--kill-within", type=float, default=60,
+                       help="report the share of kills whose first finding came within this many seconds (default 60)")
     a = ap.parse_args()
     a.out = os.path.abspath(a.out)  # generate runs `mutate` inside DIR: a relative DIR would not resolve there
     {"generate": cmd_generate, "build": cmd_build, "run": cmd_run, "report": cmd_report}[a.step](a)
