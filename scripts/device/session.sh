@@ -23,7 +23,8 @@
 #             hook around it, replayed against the oracle and split-v2 (.device/sglang-files)
 #   mutation  scripts/device/mutation_step.sh on $VATTN_MUTANTS (default .device-mutants, made
 #             here with scripts/mutation/mutants.py generate/build): 60 s per mutant,
-#             $VATTN_MUTANT_PARALLEL (12) at a time, none started past $VATTN_MUTANT_SECONDS (300)
+#             $VATTN_MUTANT_PER_GPU (1) campaigns at a time on each GPU, none started past
+#             $VATTN_MUTANT_SECONDS (300)
 # Default: tests planted replay graph bench (sanitize and repro take minutes: ask for them).
 # Logs land in $OUT (or /tmp). Exit 0 when every step did what it should, 1 otherwise, 2 usage.
 #   bash scripts/device/session.sh [STEP...]
@@ -123,7 +124,7 @@ for step in $steps; do
       done ;;
     mutation)
       bash "$root/scripts/device/mutation_step.sh" "${VATTN_MUTANTS:-$root/.device-mutants}" 60 \
-        "${VATTN_MUTANT_PARALLEL:-12}" 0 "${VATTN_MUTANT_SECONDS:-300}" 2>&1 | grep -E "^(build|run):|Score|killed by|Survivors|^###"
+        "${VATTN_MUTANT_PER_GPU:-1}" 0 "${VATTN_MUTANT_SECONDS:-300}" 2>&1 | grep -E "^(build|run):|Score|killed by|Survivors|^###"
       [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;
     python) bash "$root/scripts/device/python_step.sh" || rc=1 ;;
     probe) for groups in 4 16; do
