@@ -35,6 +35,7 @@ struct InFlight {
   int64_t index = 0;
   std::string recipe;
   int64_t work = 0;
+  std::string family;  // size_class(): the journal's "c"
   bool long_context = false;
   bool started = false, ran = false;
   Clock::time_point started_at;

@@ -13,9 +13,10 @@
 namespace vattn::fuzz {
 
 // What a campaign draws from. small/medium are the RapidCheck budgets of the property suites
-// (host oracles); large is the overnight GPU mix: about 70% short cases (the medium budget,
-// held to the CPU oracle) and 30% long-context ones (one request with P_b >= 65536, held to
-// the naive GPU oracle), plus device-side variants when the target runs on a device.
+// (host oracles); large is the overnight GPU mix: about 40% serving-shaped cases (K2.6 verify
+// steps, serving_family.h), 40% short cases (the medium budget, held to the CPU oracle) and 20%
+// long-context ones (one request with P_b >= 65536, held to the naive GPU oracle), plus
+// device-side variants when the target runs on a device.
 struct StreamConfig {
   uint64_t seed = 1;
   std::string budget = "large";  // small | medium | large
@@ -28,6 +29,7 @@ struct StreamConfig {
 struct StreamCase {
   int64_t index = 0;
   Recipe recipe;
+  std::string family;         // "short" | "long" | "serving"
   int64_t work = 0;           // sum_b T_b * H * (P_b + T_b)
   bool long_context = false;  // some P_b >= kLongPrefix
 };
@@ -44,11 +46,11 @@ class CaseStream {
 
  private:
   StreamConfig config_;
-  GenBudget short_, long_, envelope_;
+  GenBudget short_, long_, serving_, envelope_;
 };
 
 // One recipe's size class and coverage buckets, for progress lines and the summary.
-std::string size_class(const StreamCase& c);  // "short" | "long"
+std::string size_class(const StreamCase& c);  // its family: "short" | "long" | "serving"
 std::string prefix_bucket(const Recipe& r);   // largest P_b: "0", "1-64", "65-4096", "4097-65535", ">=65536"
 std::string draft_bucket(const Recipe& r);    // largest T_b: "1", "2-16", "17-64", "65-256", ">=257"
 std::string batch_bucket(const Recipe& r);    // "1", "2-4", "5-16", ">16"

@@ -162,6 +162,20 @@ GenBudget GenBudget::long_context() {
   return b;
 }
 
+GenBudget GenBudget::serving() {
+  GenBudget b;
+  b.name = "serving";
+  b.max_batch = 64;
+  b.max_heads = 8;
+  b.max_prefix = 262144;
+  b.max_drafts = 64;
+  b.max_total_kv = 262144;
+  b.max_total_drafts = 1024;
+  b.max_work = 48000000;
+  b.max_splits = 64;
+  return b;
+}
+
 GenBudget GenBudget::from_env() {
   return from_lookup([](const char* var) -> const char* { return std::getenv(var); });
 }

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the campaign's case stream draws (vattn/fuzz/gen/case_stream.h) over many indices: the
+// large mix's families in their shares, the serving family inside its bounds, every line parsing
+// back to itself. Shares are counted over 5000 indices, so a bound a few points off the drawn
+// share is many standard deviations away.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "vattn/fuzz/gen/case_stream.h"
+#include "vattn/fuzz/gen/fit_budget.h"
+#include "vattn/fuzz/gen/gen_recipe.h"
+#include "vattn/fuzz/gen/serving_family.h"
+
+using vattn::GenBudget;
+using vattn::Recipe;
+using vattn::fuzz::CaseStream;
+using vattn::fuzz::StreamCase;
+using vattn::fuzz::StreamConfig;
+
+namespace {
+
+constexpr int64_t kIndices = 5000;
+
+StreamConfig gpu_config(uint64_t seed, const std::string& budget = "large") {
+  StreamConfig sc;
+  sc.seed = seed;
+  sc.budget = budget;
+  sc.device_variants = true;
+  sc.plan_variants = true;
+  return sc;
+}
+
+int64_t sum_drafts(const Recipe& r) {
+  int64_t s = 0;
+  for (int t : r.drafts) s += t;
+  return s;
+}
+
+int64_t sum_prefix(const Recipe& r) {
+  int64_t s = 0;
+  for (int p : r.prefix) s += p;
+  return s;
+}
+
+// Share of `n` in percent of `total`.
+double pct(int64_t n, int64_t total) { return 100.0 * static_cast<double>(n) / static_cast<double>(total); }
+
+}  // namespace
+
+TEST_CASE("case stream: the large mix is about 40% serving, 40% short and 20% long", "[case-stream]") {
+  const CaseStream s(gpu_config(21));
+  std::map<std::string, int64_t> family;
+  int64_t long_context = 0;
+  for (int64_t i = 0; i < kIndices; ++i) {
+    const StreamCase c = s.at(i);
+    ++family[c.family];
+    long_context += c.long_context;
+    CHECK(vattn::fuzz::size_class(c) == c.family);
+    if (c.family == "long") CHECK(c.long_context);
+    if (c.family == "short") CHECK_FALSE(c.long_context);
+    CHECK_NOTHROW(vattn::check_within_budget(c.recipe, s.envelope()));
+  }
+  CAPTURE(family["serving"], family["short"], family["long"], long_context);
+  CHECK(family.size() == 3);
+  CHECK(pct(family["serving"], kIndices) > 37);
+  CHECK(pct(family["serving"], kIndices) < 43);
+  CHECK(pct(family["short"], kIndices) > 37);
+  CHECK(pct(family["short"], kIndices) < 43);
+  CHECK(pct(family["long"], kIndices) > 17);
+  CHECK(pct(family["long"], kIndices) < 23);
+  // Serving cases with a prefix past 65536 are long contexts too.
+  CHECK(long_context > family["long"]);
+  // small and medium are the property budgets: short cases only.
+  for (const char* budget : {"small", "medium"}) {
+    const CaseStream p(gpu_config(21, budget));
+    for (int64_t i = 0; i < 500; ++i) CHECK(p.at(i).family == "short");
+  }
+}
+
+TEST_CASE("case stream: serving cases are K2.6 verify steps within their bounds", "[case-stream]") {
+  const CaseStream s(gpu_config(22));
+  const GenBudget b = GenBudget::serving();
+  int64_t n = 0, headline = 0, one = 0, small = 0, big = 0, shared_t = 0, auto_splits = 0, long_p = 0, min_p = 0;
+  std::map<std::string, int64_t> trees;
+  std::map<int, int64_t> drafts;
+  for (int64_t i = 0; i < kIndices; ++i) {
+    const StreamCase c = s.at(i);
+    if (c.family != "serving") continue;
+    const Recipe& r = c.recipe;
+    ++n;
+    CAPTURE(r.to_line());
+    REQUIRE_NOTHROW(vattn::check_within_budget(r, b));
+    CHECK(r.heads == 8);
+    CHECK(c.work <= 48000000);
+    CHECK(sum_prefix(r) <= 262144);
+    CHECK(sum_drafts(r) <= 1024);
+    for (int t : r.drafts) {
+      CHECK((t == 1 || t == 16 || t == 32 || t == 64));
+      ++drafts[t];
+    }
+    for (int p : r.prefix) {
+      CHECK(p <= 262144);
+      long_p += p >= 65536;
+      min_p += p >= 512;
+    }
+    ++trees[r.tree];
+    const size_t B = r.prefix.size();
+    headline += vattn::fuzz::is_headline_shape(r);
+    one += B == 1;
+    small += B >= 2 && B <= 8;
+    big += B > 16;
+    shared_t += std::all_of(r.drafts.begin(), r.drafts.end(), [&r](int t) { return t == r.drafts[0]; });
+    auto_splits += r.splits == 0;
+  }
+  CAPTURE(n, headline, one, small, big, shared_t, auto_splits, long_p, min_p);
+  REQUIRE(n > 1500);
+  CHECK(pct(headline, n) > 17);  // a fifth drawn as the headline shape, a few more by chance
+  CHECK(pct(headline, n) < 26);
+  CHECK(pct(one, n) > 42);  // B = 1: the headline fifth and 35% of the rest
+  CHECK(pct(one, n) < 52);
+  CHECK(pct(small, n) > 27);
+  CHECK(pct(big, n) > 6);
+  CHECK(pct(shared_t, n) > 75);  // one T for the batch (single requests count too)
+  CHECK(pct(auto_splits, n) > 80);
+  CHECK(long_p > 0);
+  for (int t : {1, 16, 32, 64}) CHECK(drafts[t] > 0);
+  CHECK(trees.size() == 3);
+  CHECK(pct(trees["chain"], n) > 40);
+  CHECK(pct(trees["ddtree"], n) > 40);
+  CHECK(pct(trees["random"], n) > 7);
+  CHECK(pct(trees["random"], n) < 13);
+}
+
+TEST_CASE("case stream: every line parses back to itself", "[case-stream]") {
+  for (const char* budget : {"small", "medium", "large"}) {
+    INFO("budget " << budget);
+    const CaseStream s(gpu_config(23, budget));
+    for (int64_t i = 0; i < (std::string(budget) == "large" ? kIndices : 1000); ++i) {
+      const Recipe r = s.at(i).recipe;
+      const std::string line = r.to_line();
+      CAPTURE(line);
+      REQUIRE_NOTHROW(Recipe::parse(line));
+      CHECK(Recipe::parse(line).to_line() == line);
+    }
+  }
+}
+
+TEST_CASE("case stream: run parameters do not move the case they are drawn for", "[case-stream]") {
+  StreamConfig host;
+  host.seed = 26;
+  const CaseStream h(host), g(gpu_config(26));
+  for (int64_t i = 0; i < 2000; ++i) {
+    Recipe a = h.at(i).recipe, b = g.at(i).recipe;
+    b.slot_base = 0;
+    b.fault = "none";
+    CHECK(a.to_line() == b.to_line());
+  }
+}
+
+TEST_CASE("case stream: the same seed and index give the same line", "[case-stream]") {
+  const CaseStream a(gpu_config(27)), b(gpu_config(27));
+  for (int64_t i = kIndices - 1; i >= 0; i -= 7) CHECK(a.at(i).recipe.to_line() == b.at(i).recipe.to_line());
+  const CaseStream other(gpu_config(28));
+  int same = 0;
+  for (int64_t i = 0; i < 500; ++i) same += a.at(i).recipe.to_line() == other.at(i).recipe.to_line();
+  CHECK(same < 5);
+}
+
+TEST_CASE("case stream: fit_to_budget trims any shape into a budget", "[case-stream]") {
+  for (const GenBudget& b :
+       {GenBudget::small(), GenBudget::medium(), GenBudget::serving(), GenBudget::long_context()}) {
+    INFO(b.describe());
+    for (uint64_t bits = 0; bits < 40; ++bits) {
+      Recipe r;
+      r.heads = static_cast<int>(1 + bits * 37 % 200);
+      const size_t B = 1 + bits * 13 % 150;
+      for (size_t i = 0; i < B; ++i) {
+        r.prefix.push_back(static_cast<int>((i * 7919 + bits * 104729) % 300000));
+        r.drafts.push_back(static_cast<int>(1 + (i * 31 + bits) % 1025));
+      }
+      r.splits = static_cast<int>(bits * 11 % 257);
+      vattn::fuzz::fit_to_budget(r, b, bits);
+      CAPTURE(r.to_line());
+      CHECK_NOTHROW(vattn::check_within_budget(r, b));
+    }
+  }
+  // A shape that fits is left as it is.
+  Recipe fits = Recipe::parse("B=2 H=8 P=[4096,512] T=[64,16] tree=ddtree");
+  const std::string before = fits.to_line();
+  vattn::fuzz::fit_to_budget(fits, GenBudget::serving(), 5);
+  CHECK(fits.to_line() == before);
+}
