@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the campaign's case stream draws (vattn/fuzz/gen/case_stream.h) over many indices: the
-// large mix's families in their shares, the serving family inside its bounds, every line parsing
-// back to itself. Shares are counted over 5000 indices, so a bound a few points off the drawn
-// share is many standard deviations away.
+// large mix's families in their shares, the serving family inside its bounds, the caller's plan
+// limits in their shares and always admitting the case, every line parsing back to itself, and
+// shrinking that keeps the limits valid. Shares are counted over
+// 5000 indices, so a bound a few points off the drawn share is many standard deviations away.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -14,6 +15,7 @@
 #include "vattn/fuzz/gen/case_stream.h"
 #include "vattn/fuzz/gen/fit_budget.h"
 #include "vattn/fuzz/gen/gen_recipe.h"
+#include "vattn/fuzz/gen/plan_draws.h"
 #include "vattn/fuzz/gen/serving_family.h"
 
 using vattn::GenBudget;
@@ -47,8 +49,19 @@ int64_t sum_prefix(const Recipe& r) {
   return s;
 }
 
+int longest_draft(const Recipe& r) { return *std::max_element(r.drafts.begin(), r.drafts.end()); }
+
 // Share of `n` in percent of `total`.
 double pct(int64_t n, int64_t total) { return 100.0 * static_cast<double>(n) / static_cast<double>(total); }
+
+// What Recipe::parse demands of limits, restated here so a parser that stopped checking would
+// not make this test pass on its own.
+bool limits_admit(const Recipe& r) {
+  if (!r.limits.set()) return r.limits.max_total_drafts == 0 && r.limits.max_drafts_per_request == 0;
+  return r.limits.max_requests >= static_cast<int>(r.prefix.size()) && r.limits.max_total_drafts >= sum_drafts(r) &&
+         r.limits.max_drafts_per_request >= longest_draft(r) && r.limits.max_splits >= 1 &&
+         r.limits.max_splits >= r.splits && r.limits.max_splits <= 256;
+}
 
 }  // namespace
 
@@ -136,7 +149,7 @@ TEST_CASE("case stream: serving cases are K2.6 verify steps within their bounds"
   CHECK(pct(trees["random"], n) < 13);
 }
 
-TEST_CASE("case stream: every line parses back to itself", "[case-stream]") {
+TEST_CASE("case stream: every line parses back to itself, and the limits admit the case", "[case-stream]") {
   for (const char* budget : {"small", "medium", "large"}) {
     INFO("budget " << budget);
     const CaseStream s(gpu_config(23, budget));
@@ -146,8 +159,55 @@ TEST_CASE("case stream: every line parses back to itself", "[case-stream]") {
       CAPTURE(line);
       REQUIRE_NOTHROW(Recipe::parse(line));
       CHECK(Recipe::parse(line).to_line() == line);
+      CHECK(limits_admit(r));
     }
   }
+}
+
+TEST_CASE("case stream: plan limits are drawn per case, unset, exact or with headroom", "[case-stream]") {
+  const CaseStream s(gpu_config(24));
+  const GenBudget& env = s.envelope();
+  std::map<std::string, int64_t> kind, splits, chosen;  // chosen: max_splits class where the kernel chooses
+  int64_t forced = 0, forced_tight = 0, kernel_chooses = 0;
+  for (int64_t i = 0; i < kIndices; ++i) {
+    const Recipe r = s.at(i).recipe;
+    CAPTURE(r.to_line());
+    ++kind[vattn::fuzz::limits_class(r)];
+    ++splits[vattn::fuzz::max_splits_class(r)];
+    if (!r.limits.set()) continue;
+    // Within what the worker could plan for: its envelope, and the partials workspace of the
+    // envelope's plan for this head count.
+    CHECK(r.limits.max_requests <= env.max_batch);
+    CHECK(r.limits.max_total_drafts <= env.max_total_drafts);
+    CHECK(r.limits.max_drafts_per_request <= env.max_drafts);
+    CHECK(r.limits.max_splits * vattn::fuzz::partial_rows(r.limits.max_total_drafts, r.heads, r.limits.max_requests) <=
+          env.max_splits * vattn::fuzz::partial_rows(env.max_total_drafts, r.heads, env.max_batch));
+    if (r.splits > 0) {
+      ++forced;
+      forced_tight += r.limits.max_splits == r.splits;
+    } else {
+      ++kernel_chooses;
+      ++chosen[vattn::fuzz::max_splits_class(r)];
+    }
+  }
+  CAPTURE(kind["unset"], kind["exact"], kind["headroom"], splits["1"], splits["2-8"], splits[">8"], forced,
+          forced_tight, kernel_chooses, chosen["1"], chosen["2-8"], chosen[">8"]);
+  CHECK(pct(kind["unset"], kIndices) > 17);
+  CHECK(pct(kind["unset"], kIndices) < 23);
+  CHECK(pct(kind["exact"], kIndices) > 52);  // 55% drawn exact, and headroom that drew no room
+  CHECK(pct(kind["headroom"], kIndices) > 15);
+  CHECK(splits["unset"] == kind["unset"]);
+  // Forced splits raise max_splits to at least their count; where the kernel chooses (the case
+  // the limit is for), a fifth of the limits hold it to one split and 30% to 2-8.
+  CHECK(pct(splits["1"], kIndices) > 8);
+  CHECK(pct(splits["2-8"], kIndices) > 15);
+  CHECK(pct(splits[">8"], kIndices) > 30);
+  REQUIRE(kernel_chooses > 1000);
+  CHECK(pct(chosen["1"], kernel_chooses) > 16);
+  CHECK(pct(chosen["1"], kernel_chooses) < 24);
+  CHECK(pct(chosen["2-8"], kernel_chooses) > 25);
+  CHECK(pct(chosen["2-8"], kernel_chooses) < 35);
+  CHECK(forced_tight > 0);  // max_splits raised to the forced count: the tightest legal plan
 }
 
 TEST_CASE("case stream: run parameters do not move the case they are drawn for", "[case-stream]") {
@@ -156,6 +216,7 @@ TEST_CASE("case stream: run parameters do not move the case they are drawn for",
   const CaseStream h(host), g(gpu_config(26));
   for (int64_t i = 0; i < 2000; ++i) {
     Recipe a = h.at(i).recipe, b = g.at(i).recipe;
+    b.limits = Recipe::PlanLimits{};
     b.slot_base = 0;
     b.fault = "none";
     CHECK(a.to_line() == b.to_line());
@@ -169,6 +230,40 @@ TEST_CASE("case stream: the same seed and index give the same line", "[case-stre
   int same = 0;
   for (int64_t i = 0; i < 500; ++i) same += a.at(i).recipe.to_line() == other.at(i).recipe.to_line();
   CHECK(same < 5);
+}
+
+TEST_CASE("case stream: shrinking keeps the limits valid and can drop the plan", "[case-stream]") {
+  const CaseStream s(gpu_config(29));
+  int64_t checked = 0;
+  for (int64_t i = 0; i < 600; ++i) {
+    const Recipe r = s.at(i).recipe;
+    if (!r.limits.set()) continue;
+    ++checked;
+    bool drops_limits = false;
+    auto seq = vattn::shrink_recipe(r);
+    while (auto c = seq.next()) {
+      CAPTURE(r.to_line(), c->to_line());
+      REQUIRE_NOTHROW(Recipe::parse(c->to_line()));
+      CHECK(limits_admit(*c));
+      drops_limits |= r.limits.set() && !c->limits.set() && c->prefix == r.prefix && c->drafts == r.drafts;
+    }
+    CHECK(drops_limits == r.limits.set());
+  }
+  CHECK(checked > 400);
+  // Down to one request of one draft, the limits still admit every step.
+  Recipe r = Recipe::parse("B=3 H=8 P=[4096,700,9000] T=[64,32,64] tree=ddtree splits=3 limits=3/160/64/3");
+  for (int step = 0; step < 10000; ++step) {
+    auto seq = vattn::shrink_recipe(r);
+    auto next = seq.next();
+    // Keep the plan: take the first candidate that still has the limits.
+    while (next && !next->limits.set()) next = seq.next();
+    if (!next) break;
+    r = *next;
+    REQUIRE_NOTHROW(Recipe::parse(r.to_line()));
+  }
+  CHECK(r.to_line() ==
+        "B=1 H=1 P=[0] T=[1] tree=chain profile=uniform layout=contiguous poison=0 seed=1 scale=0.1446796 splits=0 "
+        "limits=3/160/64/3");
 }
 
 TEST_CASE("case stream: fit_to_budget trims any shape into a budget", "[case-stream]") {

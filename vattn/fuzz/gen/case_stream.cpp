@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "vattn/case/case.h"
+#include "vattn/fuzz/gen/plan_draws.h"
 #include "vattn/fuzz/gen/serving_family.h"
 #include "vattn/gen/gen_rng.h"
 #include "vattn/gen/gen_values.h"
@@ -22,6 +23,7 @@ enum : uint64_t {
   kLongStream = 13,
   kVariantStream = 14,
   kServingStream = 15,
+  kLimitsStream = 16,
 };
 
 // The large mix by kind % 100: long below kLongShare, serving below kServingEnd, short above.
@@ -130,6 +132,7 @@ StreamCase CaseStream::at(int64_t index) const {
       // Past 2^22 slots, slot * 576 overflows int32; past 7456540 it overflows uint32 too.
       sc.recipe.slot_base = (int64_t{1} << 22) + static_cast<int64_t>((v >> 8) % (int64_t{1} << 23));
     }
+    draw_plan_limits(sc.recipe, envelope_, draw(config_.seed, kLimitsStream, index));
   }
   sc.work = recipe_work(sc.recipe);
   sc.long_context =
@@ -179,6 +182,25 @@ std::string pool_class(const Recipe& r) {
   if (r.slot_base * vocab::kRowDims >= (int64_t{1} << 32)) return "slot*576 >= 2^32";
   if (r.slot_base * vocab::kRowDims >= (int64_t{1} << 31)) return "slot*576 >= 2^31";
   return "ordinary";
+}
+
+std::string limits_class(const Recipe& r) {
+  if (!r.limits.set()) return "unset";
+  int64_t sum_t = 0;
+  int longest = 0;
+  for (int t : r.drafts) {
+    sum_t += t;
+    longest = std::max(longest, t);
+  }
+  const bool exact = r.limits.max_requests == static_cast<int>(r.prefix.size()) && r.limits.max_total_drafts == sum_t &&
+                     r.limits.max_drafts_per_request == longest;
+  return exact ? "exact" : "headroom";
+}
+
+std::string max_splits_class(const Recipe& r) {
+  if (!r.limits.set()) return "unset";
+  if (r.limits.max_splits <= 1) return "1";
+  return r.limits.max_splits <= 8 ? "2-8" : ">8";
 }
 
 }  // namespace vattn::fuzz

@@ -15,12 +15,14 @@ namespace vattn::fuzz {
 // What a campaign draws from. small/medium are the RapidCheck budgets of the property suites
 // (host oracles); large is the overnight GPU mix: about 40% serving-shaped cases (K2.6 verify
 // steps, serving_family.h), 40% short cases (the medium budget, held to the CPU oracle) and 20%
-// long-context ones (one request with P_b >= 65536, held to the naive GPU oracle), plus
-// device-side variants when the target runs on a device.
+// long-context ones (one request with P_b >= 65536, held to the naive GPU oracle). Device
+// targets also get device-side variants and the caller's plan limits, per case.
 struct StreamConfig {
   uint64_t seed = 1;
   std::string budget = "large";  // small | medium | large
-  bool device_variants = false;  // draw slot_base and fault run parameters (GPU targets only)
+  // Draw slot_base and fault, and the plan limits a caller passes (GPU targets only: a host
+  // target plans nothing, and its lines stay free of run parameters it would ignore).
+  bool device_variants = false;
   // Draw the plan another GPU would make (sms, sm_blocks run parameters): only for revisions
   // with the in-tree test plan hook (kernels/vattn_abi.h).
   bool plan_variants = false;
@@ -50,11 +52,13 @@ class CaseStream {
 };
 
 // One recipe's size class and coverage buckets, for progress lines and the summary.
-std::string size_class(const StreamCase& c);  // its family: "short" | "long" | "serving"
-std::string prefix_bucket(const Recipe& r);   // largest P_b: "0", "1-64", "65-4096", "4097-65535", ">=65536"
-std::string draft_bucket(const Recipe& r);    // largest T_b: "1", "2-16", "17-64", "65-256", ">=257"
-std::string batch_bucket(const Recipe& r);    // "1", "2-4", "5-16", ">16"
-std::string split_class(const Recipe& r);     // "auto", "1", "<=tiles", ">tiles (empty splits)", ">=32"
-std::string pool_class(const Recipe& r);      // "ordinary" | "slot*576 >= 2^31" | "slot*576 >= 2^32"
+std::string size_class(const StreamCase& c);    // its family: "short" | "long" | "serving"
+std::string prefix_bucket(const Recipe& r);     // largest P_b: "0", "1-64", "65-4096", "4097-65535", ">=65536"
+std::string draft_bucket(const Recipe& r);      // largest T_b: "1", "2-16", "17-64", "65-256", ">=257"
+std::string batch_bucket(const Recipe& r);      // "1", "2-4", "5-16", ">16"
+std::string split_class(const Recipe& r);       // "auto", "1", "<=tiles", ">tiles (empty splits)", ">=32"
+std::string pool_class(const Recipe& r);        // "ordinary" | "slot*576 >= 2^31" | "slot*576 >= 2^32"
+std::string limits_class(const Recipe& r);      // "unset" | "exact" (B, sum T, largest T_b) | "headroom"
+std::string max_splits_class(const Recipe& r);  // "unset" | "1" | "2-8" | ">8"
 
 }  // namespace vattn::fuzz

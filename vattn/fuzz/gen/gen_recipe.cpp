@@ -440,6 +440,14 @@ rc::Seq<Recipe> shrink_recipe(const Recipe& r) {
     c.poison = false;
     out.push_back(std::move(c));
   }
+  // The caller's plan: the worker's own limits are the plain case. Every
+  // shrink above keeps the limits valid (they admit fewer requests, fewer drafts and fewer
+  // forced splits), so loosening them is never needed.
+  if (r.limits.set()) {
+    Recipe c = r;
+    c.limits = Recipe::PlanLimits{};
+    out.push_back(std::move(c));
+  }
   shrink_int(r.splits, 0, [](Recipe& c, auto v) { c.splits = v; });
   // Another seed is another case, so it rarely still fails; tried last, it only makes the
   // printed line shorter when the failure does not depend on the data.
