@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the campaign's case stream draws (vattn/fuzz/gen/case_stream.h) over many indices: the
 // large mix's families in their shares, the serving family inside its bounds, the caller's plan
-// limits in their shares and always admitting the case, every line parsing back to itself, and
-// shrinking that keeps the limits valid. Shares are counted over
+// limits and other GPUs' SM counts in their shares and always admitting the case, every line
+// parsing back to itself, and shrinking that keeps the limits valid. Shares are counted over
 // 5000 indices, so a bound a few points off the drawn share is many standard deviations away.
 #include <algorithm>
 #include <cstdint>
@@ -160,6 +160,7 @@ TEST_CASE("case stream: every line parses back to itself, and the limits admit t
       REQUIRE_NOTHROW(Recipe::parse(line));
       CHECK(Recipe::parse(line).to_line() == line);
       CHECK(limits_admit(r));
+      CHECK((r.sm_blocks == 0 || r.sms != 0));
     }
   }
 }
@@ -210,6 +211,49 @@ TEST_CASE("case stream: plan limits are drawn per case, unset, exact or with hea
   CHECK(forced_tight > 0);  // max_splits raised to the forced count: the tightest legal plan
 }
 
+TEST_CASE("case stream: about a third of GPU cases plan as another GPU", "[case-stream]") {
+  const CaseStream s(gpu_config(25));
+  std::map<std::string, int64_t> sm;
+  int64_t blocks = 0, drawn = 0;
+  for (int64_t i = 0; i < kIndices; ++i) {
+    const Recipe r = s.at(i).recipe;
+    CAPTURE(r.to_line());
+    ++sm[vattn::fuzz::sm_class(r)];
+    if (r.sms == 0) {
+      CHECK(r.sm_blocks == 0);
+      continue;
+    }
+    ++drawn;
+    CHECK(r.sms >= 1);
+    CHECK(r.sms <= 512);
+    if (r.sms == 188) CHECK(r.sm_blocks == 1);
+    if (r.sm_blocks != 0) {
+      CHECK(r.sm_blocks >= 1);
+      CHECK(r.sm_blocks <= 4);
+      blocks += r.sms != 188;
+    }
+  }
+  CAPTURE(sm["native"], sm["1"], sm["132"], sm["188"], sm["other"], blocks);
+  CHECK(pct(drawn, kIndices) > 32);
+  CHECK(pct(drawn, kIndices) < 38);
+  CHECK(pct(sm["188"], kIndices) > 9);  // 30% of 35%
+  CHECK(pct(sm["132"], kIndices) > 7);  // 25% of 35%
+  CHECK(sm["1"] > 0);
+  CHECK(pct(sm["other"], kIndices) > 10);
+  CHECK(blocks > 0);
+  // Host targets plan nothing: no run parameter they would ignore reaches their lines.
+  StreamConfig host;
+  host.seed = 25;
+  const CaseStream h(host);
+  for (int64_t i = 0; i < 1000; ++i) {
+    const Recipe r = h.at(i).recipe;
+    CHECK_FALSE(r.limits.set());
+    CHECK(r.sms == 0);
+    CHECK(r.slot_base == 0);
+    CHECK(r.fault == "none");
+  }
+}
+
 TEST_CASE("case stream: run parameters do not move the case they are drawn for", "[case-stream]") {
   StreamConfig host;
   host.seed = 26;
@@ -217,6 +261,7 @@ TEST_CASE("case stream: run parameters do not move the case they are drawn for",
   for (int64_t i = 0; i < 2000; ++i) {
     Recipe a = h.at(i).recipe, b = g.at(i).recipe;
     b.limits = Recipe::PlanLimits{};
+    b.sms = b.sm_blocks = 0;
     b.slot_base = 0;
     b.fault = "none";
     CHECK(a.to_line() == b.to_line());
@@ -237,33 +282,36 @@ TEST_CASE("case stream: shrinking keeps the limits valid and can drop the plan",
   int64_t checked = 0;
   for (int64_t i = 0; i < 600; ++i) {
     const Recipe r = s.at(i).recipe;
-    if (!r.limits.set()) continue;
+    if (!r.limits.set() && r.sms == 0) continue;
     ++checked;
-    bool drops_limits = false;
+    bool drops_limits = false, drops_sms = false;
     auto seq = vattn::shrink_recipe(r);
     while (auto c = seq.next()) {
       CAPTURE(r.to_line(), c->to_line());
       REQUIRE_NOTHROW(Recipe::parse(c->to_line()));
       CHECK(limits_admit(*c));
       drops_limits |= r.limits.set() && !c->limits.set() && c->prefix == r.prefix && c->drafts == r.drafts;
+      drops_sms |= r.sms != 0 && c->sms == 0 && c->sm_blocks == 0;
     }
     CHECK(drops_limits == r.limits.set());
+    CHECK(drops_sms == (r.sms != 0));
   }
-  CHECK(checked > 400);
+  CHECK(checked > 300);
   // Down to one request of one draft, the limits still admit every step.
-  Recipe r = Recipe::parse("B=3 H=8 P=[4096,700,9000] T=[64,32,64] tree=ddtree splits=3 limits=3/160/64/3");
+  Recipe r = Recipe::parse(
+      "B=3 H=8 P=[4096,700,9000] T=[64,32,64] tree=ddtree splits=3 limits=3/160/64/3 sms=188 sm_blocks=1");
   for (int step = 0; step < 10000; ++step) {
     auto seq = vattn::shrink_recipe(r);
     auto next = seq.next();
-    // Keep the plan: take the first candidate that still has the limits.
-    while (next && !next->limits.set()) next = seq.next();
+    // Keep the plan: take the first candidate that still has the limits and the SM count.
+    while (next && (!next->limits.set() || next->sms == 0)) next = seq.next();
     if (!next) break;
     r = *next;
     REQUIRE_NOTHROW(Recipe::parse(r.to_line()));
   }
   CHECK(r.to_line() ==
         "B=1 H=1 P=[0] T=[1] tree=chain profile=uniform layout=contiguous poison=0 seed=1 scale=0.1446796 splits=0 "
-        "limits=3/160/64/3");
+        "limits=3/160/64/3 sms=188");
 }
 
 TEST_CASE("case stream: fit_to_budget trims any shape into a budget", "[case-stream]") {

@@ -24,6 +24,7 @@ enum : uint64_t {
   kVariantStream = 14,
   kServingStream = 15,
   kLimitsStream = 16,
+  kPlanGpuStream = 17,
 };
 
 // The large mix by kind % 100: long below kLongShare, serving below kServingEnd, short above.
@@ -134,6 +135,7 @@ StreamCase CaseStream::at(int64_t index) const {
     }
     draw_plan_limits(sc.recipe, envelope_, draw(config_.seed, kLimitsStream, index));
   }
+  if (config_.plan_variants) draw_plan_gpu(sc.recipe, draw(config_.seed, kPlanGpuStream, index));
   sc.work = recipe_work(sc.recipe);
   sc.long_context =
       std::any_of(sc.recipe.prefix.begin(), sc.recipe.prefix.end(), [](int p) { return p >= kLongPrefix; });
@@ -201,6 +203,12 @@ std::string max_splits_class(const Recipe& r) {
   if (!r.limits.set()) return "unset";
   if (r.limits.max_splits <= 1) return "1";
   return r.limits.max_splits <= 8 ? "2-8" : ">8";
+}
+
+std::string sm_class(const Recipe& r) {
+  if (r.sms == 0) return "native";
+  if (r.sms == 1 || r.sms == 132 || r.sms == 188) return std::to_string(r.sms);
+  return "other";
 }
 
 }  // namespace vattn::fuzz

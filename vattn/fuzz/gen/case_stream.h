@@ -16,7 +16,8 @@ namespace vattn::fuzz {
 // (host oracles); large is the overnight GPU mix: about 40% serving-shaped cases (K2.6 verify
 // steps, serving_family.h), 40% short cases (the medium budget, held to the CPU oracle) and 20%
 // long-context ones (one request with P_b >= 65536, held to the naive GPU oracle). Device
-// targets also get device-side variants and the caller's plan limits, per case.
+// targets also get device-side variants and the caller's plan limits, per case; revisions with
+// the test plan hook other GPUs' plans.
 struct StreamConfig {
   uint64_t seed = 1;
   std::string budget = "large";  // small | medium | large
@@ -60,5 +61,6 @@ std::string split_class(const Recipe& r);       // "auto", "1", "<=tiles", ">til
 std::string pool_class(const Recipe& r);        // "ordinary" | "slot*576 >= 2^31" | "slot*576 >= 2^32"
 std::string limits_class(const Recipe& r);      // "unset" | "exact" (B, sum T, largest T_b) | "headroom"
 std::string max_splits_class(const Recipe& r);  // "unset" | "1" | "2-8" | ">8"
+std::string sm_class(const Recipe& r);          // "native" | "1" | "132" | "188" | "other"
 
 }  // namespace vattn::fuzz

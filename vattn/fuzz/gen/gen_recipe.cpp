@@ -440,12 +440,22 @@ rc::Seq<Recipe> shrink_recipe(const Recipe& r) {
     c.poison = false;
     out.push_back(std::move(c));
   }
-  // The caller's plan: the worker's own limits are the plain case. Every
+  // The caller's plan: the worker's own limits and the GPU it runs on are the plain case. Every
   // shrink above keeps the limits valid (they admit fewer requests, fewer drafts and fewer
   // forced splits), so loosening them is never needed.
   if (r.limits.set()) {
     Recipe c = r;
     c.limits = Recipe::PlanLimits{};
+    out.push_back(std::move(c));
+  }
+  if (r.sms != 0) {
+    Recipe c = r;
+    c.sms = c.sm_blocks = 0;
+    out.push_back(std::move(c));
+  }
+  if (r.sm_blocks != 0) {
+    Recipe c = r;
+    c.sm_blocks = 0;
     out.push_back(std::move(c));
   }
   shrink_int(r.splits, 0, [](Recipe& c, auto v) { c.splits = v; });

@@ -58,4 +58,23 @@ void draw_plan_limits(Recipe& r, const GenBudget& envelope, uint64_t seed) {
   r.limits = l;
 }
 
+void draw_plan_gpu(Recipe& r, uint64_t seed) {
+  Pick d(seed);
+  r.sms = 0;
+  r.sm_blocks = 0;
+  if (!d.percent(35)) return;
+  static const std::vector<int> kEdges{1, 2, 3, vocab::kMaxSms - 1, vocab::kMaxSms};
+  switch (d.weighted({30, 25, 10, 35})) {
+    case 0:
+      r.sms = 188;  // the RTX PRO 6000 holds one partial block per SM
+      r.sm_blocks = 1;
+      return;
+    case 1: r.sms = 132; break;
+    case 2: r.sms = d.of(kEdges); break;
+    default: r.sms = static_cast<int>(d.octave(1, vocab::kMaxSms)); break;
+  }
+  if (d.percent(30)) r.sm_blocks = static_cast<int>(d.in(1, 4));
+  if (r.sms == 188) r.sm_blocks = 1;  // however it was drawn: 188 SMs is that GPU
+}
+
 }  // namespace vattn::fuzz
