@@ -2,19 +2,24 @@
 // What the campaign's case stream draws (vattn/fuzz/gen/case_stream.h) over many indices: the
 // large mix's families in their shares, the serving family inside its bounds, the caller's plan
 // limits and other GPUs' SM counts in their shares and always admitting the case, every line
-// parsing back to itself, and shrinking that keeps the limits valid. Shares are counted over
-// 5000 indices, so a bound a few points off the drawn share is many standard deviations away.
+// parsing back to itself, shrinking that keeps the limits valid, and captured shapes (a mix
+// table) in their share and proportions. Shares are counted over 5000 indices, so a bound a
+// few points off the drawn share is many standard deviations away.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "vattn/case/case.h"
 #include "vattn/fuzz/gen/case_stream.h"
 #include "vattn/fuzz/gen/fit_budget.h"
 #include "vattn/fuzz/gen/gen_recipe.h"
+#include "vattn/fuzz/gen/mix_table.h"
 #include "vattn/fuzz/gen/plan_draws.h"
 #include "vattn/fuzz/gen/serving_family.h"
 
@@ -337,4 +342,110 @@ TEST_CASE("case stream: fit_to_budget trims any shape into a budget", "[case-str
   const std::string before = fits.to_line();
   vattn::fuzz::fit_to_budget(fits, GenBudget::serving(), 5);
   CHECK(fits.to_line() == before);
+}
+
+namespace {
+
+vattn::fuzz::MixShape shape(int heads, std::vector<int> prefix, std::vector<int> drafts, bool tree, int64_t count) {
+  vattn::fuzz::MixShape s;
+  s.heads = heads;
+  s.prefix = std::move(prefix);
+  s.drafts = std::move(drafts);
+  s.tree = tree;
+  s.count = count;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("case stream: a mix table replaces its share of cases with captured shapes", "[case-stream]") {
+  auto table = std::make_shared<vattn::fuzz::MixTable>();
+  table->shapes = {shape(8, {4000}, {64}, true, 3), shape(8, {1000, 20000}, {16, 16}, false, 1)};
+  table->share_percent = 50;
+  StreamConfig sc = gpu_config(30);
+  sc.mix = table;
+  const CaseStream s(sc), plain(gpu_config(30));
+  int64_t captured = 0, first = 0, second = 0, jittered = 0, same_as_plain = 0;
+  for (int64_t i = 0; i < kIndices; ++i) {
+    const StreamCase c = s.at(i);
+    const Recipe& r = c.recipe;
+    CAPTURE(r.to_line());
+    CHECK_NOTHROW(vattn::check_within_budget(r, s.envelope()));
+    CHECK(Recipe::parse(r.to_line()).to_line() == r.to_line());
+    if (c.family != "captured") {
+      same_as_plain += r.to_line() == plain.at(i).recipe.to_line();
+      continue;
+    }
+    ++captured;
+    REQUIRE(r.heads == 8);
+    if (r.prefix.size() == 1) {
+      ++first;
+      CHECK(r.drafts == std::vector<int>{64});
+      CHECK(std::abs(r.prefix[0] - 4000) <= 4000 / 32);
+      CHECK((r.tree == "ddtree" || r.tree == "random"));
+      jittered += r.prefix[0] != 4000;
+    } else {
+      ++second;
+      REQUIRE(r.prefix.size() == 2);
+      CHECK(r.drafts == std::vector<int>{16, 16});
+      CHECK(std::abs(r.prefix[0] - 1000) <= 1000 / 32);
+      CHECK(std::abs(r.prefix[1] - 20000) <= 20000 / 32);
+      CHECK(r.tree == "chain");
+    }
+  }
+  CAPTURE(captured, first, second, jittered, same_as_plain);
+  CHECK(pct(captured, kIndices) > 47);
+  CHECK(pct(captured, kIndices) < 53);
+  CHECK(pct(first, captured) > 72);  // counts 3 : 1
+  CHECK(pct(first, captured) < 78);
+  CHECK(pct(jittered, first) > 65);  // three in four jittered, a few by 0
+  CHECK(pct(jittered, first) < 80);
+  CHECK(same_as_plain == kIndices - captured);  // the other cases are the default mix's, as they were
+  // A budget too small for a shape gets the shape trimmed into it.
+  StreamConfig small = gpu_config(31, "small");
+  small.mix = table;
+  const CaseStream t(small);
+  for (int64_t i = 0; i < 500; ++i) CHECK_NOTHROW(vattn::check_within_budget(t.at(i).recipe, t.envelope()));
+}
+
+TEST_CASE("case stream: a mix table outside the recipe vocabulary is refused, naming the field", "[case-stream]") {
+  auto refused = [](vattn::fuzz::MixTable t, const std::string& field) {
+    try {
+      vattn::fuzz::check_mix_table(t, "somewhere/mix.json");
+      FAIL("accepted; expected a refusal naming " << field);
+    } catch (const vattn::InputError& e) {
+      CHECK(e.file() == "somewhere/mix.json");
+      CHECK(e.field() == field);
+    }
+  };
+  vattn::fuzz::MixTable good;
+  good.shapes = {shape(8, {4096}, {64}, true, 1), shape(8, {1, 2}, {1, 1}, false, 7)};
+  CHECK_NOTHROW(vattn::fuzz::check_mix_table(good, "x"));
+  vattn::fuzz::MixTable t = good;
+  t.shapes.clear();
+  refused(t, "shapes");
+  t = good;
+  t.share_percent = 0;
+  refused(t, "share_percent");
+  t = good;
+  t.shapes[1].heads = 1025;
+  refused(t, "shapes[1].H");
+  t = good;
+  t.shapes[1].prefix[1] = -1;
+  refused(t, "shapes[1].P[1]");
+  t = good;
+  t.shapes[0].drafts[0] = 4097;
+  refused(t, "shapes[0].T[0]");
+  t = good;
+  t.shapes[0].drafts.push_back(1);
+  refused(t, "shapes[0].T");
+  t = good;
+  t.shapes[1].count = 0;
+  refused(t, "shapes[1].count");
+  t = good;
+  t.shapes.assign(vattn::fuzz::kMaxMixShapes + 1, good.shapes[0]);
+  refused(t, "shapes");
+  StreamConfig sc;
+  sc.mix = std::make_shared<vattn::fuzz::MixTable>();
+  CHECK_THROWS_AS(CaseStream(sc), vattn::InputError);
 }

@@ -25,6 +25,8 @@ enum : uint64_t {
   kServingStream = 15,
   kLimitsStream = 16,
   kPlanGpuStream = 17,
+  kMixPickStream = 18,
+  kMixStream = 19,
 };
 
 // The large mix by kind % 100: long below kLongShare, serving below kServingEnd, short above.
@@ -102,6 +104,7 @@ CaseStream::CaseStream(StreamConfig config) : config_(std::move(config)) {
       envelope_.max_splits = std::max(envelope_.max_splits, b->max_splits);
     }
   }
+  if (config_.mix) check_mix_table(*config_.mix, "mix table");
 }
 
 StreamCase CaseStream::at(int64_t index) const {
@@ -109,7 +112,11 @@ StreamCase CaseStream::at(int64_t index) const {
   sc.index = index;
   const uint64_t kind = draw(config_.seed, kKindStream, index);
   const bool large = config_.budget == "large";
-  if (large && kind % 100 >= kLongShare && kind % 100 < kServingEnd) {
+  if (config_.mix &&
+      draw(config_.seed, kMixPickStream, index) % 100 < static_cast<uint64_t>(config_.mix->share_percent)) {
+    sc.family = "captured";
+    sc.recipe = mix_recipe(*config_.mix, envelope_, draw(config_.seed, kMixStream, index));
+  } else if (large && kind % 100 >= kLongShare && kind % 100 < kServingEnd) {
     sc.family = "serving";
     sc.recipe = serving_recipe(draw(config_.seed, kServingStream, index));
   } else {

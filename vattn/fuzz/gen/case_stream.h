@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "vattn/fuzz/gen/gen_recipe.h"
+#include "vattn/fuzz/gen/mix_table.h"
 #include "vattn/gen/generate.h"
 
 namespace vattn::fuzz {
@@ -17,7 +19,8 @@ namespace vattn::fuzz {
 // steps, serving_family.h), 40% short cases (the medium budget, held to the CPU oracle) and 20%
 // long-context ones (one request with P_b >= 65536, held to the naive GPU oracle). Device
 // targets also get device-side variants and the caller's plan limits, per case; revisions with
-// the test plan hook other GPUs' plans.
+// the test plan hook other GPUs' plans; a mix table (--mix-from) replaces a share of any budget's
+// cases with captured shapes.
 struct StreamConfig {
   uint64_t seed = 1;
   std::string budget = "large";  // small | medium | large
@@ -27,12 +30,14 @@ struct StreamConfig {
   // Draw the plan another GPU would make (sms, sm_blocks run parameters): only for revisions
   // with the in-tree test plan hook (kernels/vattn_abi.h).
   bool plan_variants = false;
+  // Captured shapes (nullptr: none); checked by check_mix_table when the stream is made.
+  std::shared_ptr<const MixTable> mix;
 };
 
 struct StreamCase {
   int64_t index = 0;
   Recipe recipe;
-  std::string family;         // "short" | "long" | "serving"
+  std::string family;         // "short" | "long" | "serving" | "captured"
   int64_t work = 0;           // sum_b T_b * H * (P_b + T_b)
   bool long_context = false;  // some P_b >= kLongPrefix
 };
@@ -41,7 +46,8 @@ constexpr int kLongPrefix = 65536;
 
 class CaseStream {
  public:
-  explicit CaseStream(StreamConfig config);  // throws InputError (field --budget) on an unknown budget
+  // Throws InputError: field --budget on an unknown budget; check_mix_table's on a bad mix.
+  explicit CaseStream(StreamConfig config);
   const StreamConfig& config() const { return config_; }
   StreamCase at(int64_t index) const;
   // The limits every recipe of this stream stays within (plan limits of a GPU worker).
@@ -53,7 +59,7 @@ class CaseStream {
 };
 
 // One recipe's size class and coverage buckets, for progress lines and the summary.
-std::string size_class(const StreamCase& c);    // its family: "short" | "long" | "serving"
+std::string size_class(const StreamCase& c);    // its family: "short" | "long" | "serving" | "captured"
 std::string prefix_bucket(const Recipe& r);     // largest P_b: "0", "1-64", "65-4096", "4097-65535", ">=65536"
 std::string draft_bucket(const Recipe& r);      // largest T_b: "1", "2-16", "17-64", "65-256", ">=257"
 std::string batch_bucket(const Recipe& r);      // "1", "2-4", "5-16", ">16"
