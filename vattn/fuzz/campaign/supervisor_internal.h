@@ -111,6 +111,7 @@ class Supervisor {
   Journal journal_;
   std::unique_ptr<FindingStore> findings_;
   Ledger ledger_;
+  json mix_;  // the campaign line's "mix" (null: the stream has no mix table)
   int64_t tolerated_total_ = 0;
   Coverage coverage_;
   std::vector<std::unique_ptr<Slot>> slots_;
