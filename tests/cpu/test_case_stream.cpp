@@ -409,7 +409,7 @@ TEST_CASE("case stream: a mix table replaces its share of cases with captured sh
 }
 
 TEST_CASE("case stream: a mix table outside the recipe vocabulary is refused, naming the field", "[case-stream]") {
-  auto refused = [](vattn::fuzz::MixTable t, const std::string& field) {
+  auto refused = [](const vattn::fuzz::MixTable& t, const std::string& field) {
     try {
       vattn::fuzz::check_mix_table(t, "somewhere/mix.json");
       FAIL("accepted; expected a refusal naming " << field);
