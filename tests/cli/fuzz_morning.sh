@@ -73,7 +73,7 @@ merge)
   done
   expect_eq "merged cases" "$(json_get "$tmp/m/summary.json" "d['campaign_cases']")" 40
   expect_eq "merged verdicts" "$(json_get "$tmp/m/summary.json" "sum(d['verdicts'].values())")" 40
-  for dim in B H tree; do
+  for dim in B H tree family SMs; do
     want=$(python3 -c 'import json,sys
 a, b = (json.load(open(f))["coverage"][sys.argv[3]] for f in sys.argv[1:3])
 print(sorted((k, a.get(k, 0) + b.get(k, 0)) for k in set(a) | set(b)))' "$tmp/s0/summary.json" "$tmp/s1/summary.json" $dim)

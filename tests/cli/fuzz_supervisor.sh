@@ -19,6 +19,11 @@
 #   usage       bad targets, rules, options and recipes, a GPU revision with no GPU: exit 2, saying why
 #   output      not on a terminal: only the summary (no \r, no escape, no FINDING line, stderr
 #               empty); on a pseudo-terminal: a progress line with "cases" and FINDING lines
+#   mix         --mix-from a folder written by `vattn gen` (and a file that is not HDF5): exit 0,
+#               DIR/mix.json of schema vattn-fuzz-mix with the folder's two shapes, the journal's
+#               campaign line names it, about half the case lines are "captured"; --resume goes on
+#               with the same mix; a changed mix.json, a missing or empty folder, one with no
+#               readable case file and --mix-from with --resume or --recipe exit 2, saying why
 # The seeds are chosen so that the faulty values come early in the case stream (seed 3: T_b = 17
 # at case 17, H = 3 at case 4; seed 7: P_b = 77 at case 2). If the stream changes (case_stream.cpp,
 # gen_recipe.cpp) and a mode finds nothing, pick a seed again: host:faulty:wrong@FIELD=VALUE is
@@ -233,6 +238,62 @@ if bad:
     sys.exit(1)
 print("ok: the terminal shows a progress line with 'cases' and the FINDING lines")
 PY
+  ;;
+mix)
+  cap=$tmp/captured
+  mkdir -p "$cap" "$tmp/empty"
+  run gen-a "$vattn" gen -o "$cap/a.h5" --cases 3 --heads 8 --prefix 200 --drafts 16 --tree ddtree
+  run gen-b "$vattn" gen -o "$cap/b.h5" --heads 8 --prefix 100,50 --drafts 4,2
+  echo "not a case file" >"$cap/c.h5"
+  d=$tmp/campaign
+  fuzz mixed --kernel host:bf16-reference "${small[@]}" --cases 40 --seed 5 --mix-from "$cap" --out "$d"
+  want_rc mixed 0
+  has mixed err "--mix-from $cap: 4 case(s) of 3 file(s), 2 shape(s), 50% of the cases"
+  has mixed err "skipped $cap/c.h5"
+  has mixed out "mix: 50% of the cases shaped like the 4 captured case(s)"
+  python3 - "$d" <<'PY' || fail "mix.json and the journal"
+import json, sys
+d = sys.argv[1]
+mix = json.load(open(d + "/mix.json"))
+assert (mix["schema"], mix["version"], mix["share_percent"]) == ("vattn-fuzz-mix", 1, 50), mix
+shapes = sorted((s["H"], s["P"], s["T"], s["tree"], s["count"]) for s in mix["shapes"])
+assert shapes == [(8, [100, 50], [4, 2], False, 1), (8, [200], [16], True, 3)], shapes
+lines = [json.loads(l) for l in open(d + "/journal.jsonl")]
+assert lines[0]["mix"]["file"] == "mix.json" and len(lines[0]["mix"]["digest"]) == 16, lines[0]
+captured = sum(1 for l in lines if l.get("t") == "case" and l["c"] == "captured")
+assert 10 <= captured <= 30, captured
+print(f"ok: mix.json holds the two shapes; {captured} of 40 cases captured")
+PY
+  check journal "$d" --cases 40 --verdict pass --runs 1 --end --findings 0
+  fuzz resumed --resume "$d" --cases 60 "${small[@]:2}"
+  want_rc resumed 0
+  has resumed out "mix: 50% of the cases shaped like"
+  check journal "$d" --cases 60 --verdict pass --runs 2 --end --findings 0
+  # Refusals, each before a campaign directory exists.
+  sed -i 's/"count":3/"count":4/' "$d/mix.json"
+  fuzz changed --resume "$d" --cases 80 "${small[@]:2}"
+  want_rc changed 2
+  has changed err "changed since the campaign started"
+  for bad in missing empty notcases; do
+    case $bad in
+      missing) dir=$tmp/none want="is not a directory" ;;
+      empty) dir=$tmp/empty want="holds no case files (*.h5)" ;;
+      notcases) dir=$tmp/notcases want="none of its 1 case file(s) gave a readable case"
+        mkdir -p "$dir"; echo x >"$dir/x.h5" ;;
+    esac
+    fuzz "bad-$bad" --kernel host:bf16-reference "${small[@]}" --cases 4 --mix-from "$dir" --out "$tmp/never-$bad"
+    want_rc "bad-$bad" 2
+    has "bad-$bad" err "$want"
+    [ ! -e "$tmp/never-$bad" ] && echo "ok: $bad left no campaign" || fail "$bad: a campaign directory was made"
+  done
+  fuzz with-resume --resume "$d" --mix-from "$cap"
+  want_rc with-resume 2
+  has with-resume err "leave --mix-from out"
+  fuzz with-recipe --kernel host:bf16-reference --recipe "B=1 H=1 P=[0] T=[1]" --mix-from "$cap"
+  want_rc with-recipe 2
+  has with-recipe err "does not go with --mix-from"
+  run help "$vattn" fuzz --help
+  has help out "--mix-from DIR"
   ;;
 *)
   echo "fuzz_supervisor.sh: unknown mode '$mode'"

@@ -19,6 +19,7 @@
 
 #include "vattn/case/bf16.h"
 #include "vattn/case/case.h"
+#include "vattn/fuzz/campaign/coverage.h"
 #include "vattn/fuzz/campaign/investigation.h"
 #include "vattn/fuzz/campaign/journal.h"
 #include "vattn/fuzz/gen/case_stream.h"
@@ -239,20 +240,24 @@ TEST_CASE("fuzz campaign: another seed is another stream, and the budget decides
     CHECK(c.recipe.fault == "none");
     CHECK_NOTHROW(vattn::check_within_budget(c.recipe, a.envelope()));
   }
-  // large: about 30% long-context cases (one P_b >= 65536), every recipe inside the envelope
+  // large: about 20% long-context cases (one P_b >= 65536) and 40% serving-shaped ones, every
+  // recipe inside the envelope (tests/cpu/test_case_stream.cpp counts the shares closely)
   StreamConfig big;
   big.seed = 3;
   big.budget = "large";
   const CaseStream l(big);
-  int longs = 0;
+  int longs = 0, serving = 0;
   for (int64_t i = 0; i < 400; ++i) {
     const auto c = l.at(i);
-    longs += c.long_context;
-    if (c.long_context) CHECK(vattn::fuzz::size_class(c) == "long");
+    longs += vattn::fuzz::size_class(c) == "long";
+    serving += vattn::fuzz::size_class(c) == "serving";
+    if (vattn::fuzz::size_class(c) == "long") CHECK(c.long_context);
     CHECK_NOTHROW(vattn::check_within_budget(c.recipe, l.envelope()));
   }
-  CHECK(longs > 80);
-  CHECK(longs < 160);
+  CHECK(longs > 50);
+  CHECK(longs < 110);
+  CHECK(serving > 120);
+  CHECK(serving < 200);
   StreamConfig bad;
   bad.budget = "huge";
   CHECK_THROWS_AS(CaseStream(bad), InputError);
@@ -401,4 +406,34 @@ TEST_CASE("fuzz campaign: rounding ties are left out of the fp32-partials proper
   CHECK(testbed::near_bf16_tie(tie));
   CHECK_FALSE(testbed::near_bf16_tie(0.0795898f));
   CHECK(testbed::tally_rounding({0.0795898f}, {tie}, {0.5f}).checked == 0);
+}
+
+TEST_CASE("fuzz campaign: coverage counts the families, the plan limits and the SM counts", "[fuzz-campaign]") {
+  StreamConfig sc;
+  sc.seed = 11;
+  sc.device_variants = sc.plan_variants = true;
+  const CaseStream s(sc);
+  vattn::fuzz::Coverage cov;
+  const int64_t n = 2000;
+  for (int64_t i = 0; i < n; ++i) cov.add(s.at(i), 0);
+  const vattn::fuzz::json j = cov.to_json();
+  auto total = [&j](const char* dim) {
+    int64_t t = 0;
+    for (const auto& [bucket, count] : j.at(dim).items()) t += count.get<int64_t>();
+    return t;
+  };
+  for (const char* dim : {"family", "plan limits", "max_splits", "SMs"}) {
+    INFO(dim);
+    REQUIRE(j.contains(dim));
+    CHECK(total(dim) == n);  // every case in one bucket
+  }
+  for (const char* b : {"short", "serving", "long"}) CHECK(j["family"].value(b, 0) > 0);
+  for (const char* b : {"unset", "exact", "headroom"}) CHECK(j["plan limits"].value(b, 0) > 0);
+  for (const char* b : {"unset", "1", "2-8", ">8"}) CHECK(j["max_splits"].value(b, 0) > 0);
+  for (const char* b : {"native", "1", "132", "188", "other"}) CHECK(j["SMs"].value(b, 0) > 0);
+  CHECK(j["family"].value("serving", 0) > n * 35 / 100);
+  const std::string text = cov.text();
+  CHECK_THAT(text, Catch::Contains("  family: long "));
+  CHECK_THAT(text, Catch::Contains("  SMs: 1 "));
+  CHECK_THAT(text, Catch::Contains("  plan limits: exact "));
 }

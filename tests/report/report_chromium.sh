@@ -2,8 +2,10 @@
 # shellcheck disable=SC2317  # the helpers are called through check(), which shellcheck cannot follow
 # report_chromium.sh VATTN_EXE REPORT_PY
 # The fuzz morning report (vattn/fuzz/report/morning_report.py) as a person would see it: two small
-# campaigns on host targets (one with a wrong-answer finding, exit 1; one clean, exit 0), the
-# report of the first with --compare the second, then headless Chromium renders the page:
+# campaigns on host targets (one with a wrong-answer finding, exit 1; one clean, exit 0, half its
+# cases shaped like case files from `vattn gen`, --mix-from), the report of the first with
+# --compare the second (a coverage plot for each dimension, the stream's families and the
+# caller's plan among them), then headless Chromium renders the page:
 #  - its dumped DOM says every <img class="plot"> decoded (data-plots-loaded = data-plots-total > 0,
 #    set by the page's own script on load, and that total is the number of plots in the file);
 #  - a screenshot is not blank (pixel spread, many colours, content in both halves);
@@ -67,8 +69,12 @@ want_rc() {  # want_rc NAME CODE WHAT
 run camp-a "$vattn" fuzz --kernel host:faulty:wrong@H=3 --budget small --cases 60 --seed 3 --case-timeout 2 \
   --max-shrink-runs 20 --no-report --out "$tmp/a"
 want_rc camp-a 1 "campaign A (host:faulty:wrong@H=3) finds the wrong answer" || exit 1
-run camp-b "$vattn" fuzz --kernel host:bf16-reference --budget small --cases 40 --seed 4 --no-report --out "$tmp/b"
-want_rc camp-b 0 "campaign B (host:bf16-reference) runs clean" || exit 1
+mkdir "$tmp/captured"
+run gen "$vattn" gen -o "$tmp/captured/steps.h5" --cases 2 --heads 8 --prefix 200 --drafts 16 --tree ddtree
+want_rc gen 0 "vattn gen writes the case files campaign B takes its shapes from" || exit 1
+run camp-b "$vattn" fuzz --kernel host:bf16-reference --budget small --cases 40 --seed 4 --no-report \
+  --mix-from "$tmp/captured" --out "$tmp/b"
+want_rc camp-b 0 "campaign B (host:bf16-reference, --mix-from) runs clean" || exit 1
 
 # The report.
 html=$tmp/report.html
@@ -84,6 +90,10 @@ fi
 for text in "host:faulty:wrong@H=3" "host:bf16-reference" "1 finding" "wrong: vs oracle" "only A" \
             "vattn fuzz --kernel host:faulty:wrong@H=3 --recipe"; do
   check "the page has: $text" grep -qF -- "$text" "$html"
+done
+for dim in family "plan limits" max_splits SMs; do
+  check "the page plots the coverage of $dim" grep -qF -- "alt=\"coverage of $dim\"" "$html"
+  check "the page compares the coverage of $dim" grep -qF -- "alt=\"coverage of $dim, A and B\"" "$html"
 done
 
 # Bad input: a directory with a journal but no summary.

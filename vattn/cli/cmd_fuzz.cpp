@@ -74,6 +74,9 @@ int cmd_fuzz(int argc, char** argv) {
       .option("shard", "I/N", "run only the indices i with i % N == I (N hosts, one stream: give each the same --seed)")
       .option("ledger", "FILE", "known, tolerated findings (vattn/fuzz/ledger.json): counted, not raised again")
       .option("budget", "small|medium|large", "case mix (vattn/fuzz/README.md)", "large")
+      .option("mix-from", "DIR",
+              "draw half of the cases shaped like the case files (*.h5) in DIR, e.g. captured traffic: their\n"
+              "B, H, P_b, T_b and chain or tree, fitted into the budget (the shapes are kept in DIR/mix.json)")
       .option("gpus", "all|0,1,..", "GPU workers, one per GPU", "all")
       .option("workers", "N", "worker processes for a host:* target", "1")
       .option("threads", "N", "pool threads per worker (generation, CPU oracles)", "cores / workers - 1")
@@ -91,6 +94,8 @@ int cmd_fuzz(int argc, char** argv) {
       .example("vattn fuzz --resume night1", "continue after a stop or a crash of the machine")
       .example("vattn fuzz --kernel build/revisions/librev.so --cases 100000", "a fixed-size campaign")
       .example("vattn fuzz --kernel host:faulty --budget small --cases 200", "the supervisor without a GPU")
+      .example("vattn fuzz --kernel " VATTN_REVISION_DEFAULT " --mix-from captured_tensors --hours 8 --out night2",
+               "half the cases shaped like captured traffic")
       .example("vattn fuzz --kernel " VATTN_REVISION_DEFAULT " --recipe \"B=1 H=1 P=[0] T=[17]\"", "re-run one case")
       .example("vattn fuzz --kernel " VATTN_REVISION_DEFAULT " --seed 7 --shard 2/8 --hours 8 --out night1/task-2",
                "host 2 of 8 (scripts/slurm/); merge with vattn fuzz-merge")
@@ -109,6 +114,9 @@ int cmd_fuzz(int argc, char** argv) {
       throw UsageError(
           "--resume keeps the campaign's seed, budget, shard and directory; leave --seed, --budget, --shard "
           "and --out out");
+    if (!o.resume_dir.empty() && args.has("mix-from"))
+      throw UsageError("--resume keeps the campaign's mix (its mix.json); leave --mix-from out");
+    o.mix_from = args.get("mix-from");
     if (args.has("shard")) parse_shard(args.get("shard"), o);
     o.ledger = args.get("ledger");
     o.report = !args.has("no-report");
@@ -145,6 +153,8 @@ int cmd_fuzz(int argc, char** argv) {
     if (!repro.empty() && recipe.empty()) throw UsageError("--repro goes with --recipe");
     if (!recipe.empty() && !o.resume_dir.empty())
       throw UsageError("--recipe runs one case; it does not go with --resume");
+    if (!recipe.empty() && !o.mix_from.empty())
+      throw UsageError("--recipe runs one case; it does not go with --mix-from (which shapes a campaign's stream)");
 #if !VATTN_HAVE_CUDA
     if (!o.kernel.empty() && o.kernel.rfind("host:", 0) != 0) {
       std::fprintf(stderr, "vattn fuzz: --kernel %s: %s; only host:* targets run\n", o.kernel.c_str(), kNoCuda);

@@ -19,6 +19,10 @@ void Coverage::add(const StreamCase& c, uint32_t device_error) {
   ++counts_["splits"][split_class(r)];
   ++counts_["pool"][pool_class(r)];
   ++counts_["fault"][r.fault];
+  ++counts_["family"][c.family];
+  ++counts_["plan limits"][limits_class(r)];
+  ++counts_["max_splits"][max_splits_class(r)];
+  ++counts_["SMs"][sm_class(r)];
   if (device_error != 0) {
     static const std::pair<uint32_t, const char*> kBits[] = {{VATTN_DEVERR_INDPTR, "INDPTR"},
                                                              {VATTN_DEVERR_LIMITS, "LIMITS"},

@@ -23,7 +23,8 @@ struct CampaignOptions {
   int64_t shard_index = 0;  // --shard I/N: this campaign runs the indices i with i % N == I
   int64_t shard_count = 1;
   bool shard_given = false;
-  std::string ledger;  // --ledger FILE: known, tolerated findings (campaign/ledger.h)
+  std::string ledger;    // --ledger FILE: known, tolerated findings (campaign/ledger.h)
+  std::string mix_from;  // --mix-from DIR: captured case files whose shapes take a share of the stream
   std::string budget = "large";
   std::string gpus = "all";       // GPU targets: all | 0,1,...
   int workers = 1;                // host targets: worker processes

@@ -35,6 +35,7 @@ struct InFlight {
   int64_t index = 0;
   std::string recipe;
   int64_t work = 0;
+  std::string family;  // size_class(): the journal's "c"
   bool long_context = false;
   bool started = false, ran = false;
   Clock::time_point started_at;
@@ -110,6 +111,7 @@ class Supervisor {
   Journal journal_;
   std::unique_ptr<FindingStore> findings_;
   Ledger ledger_;
+  json mix_;  // the campaign line's "mix" (null: the stream has no mix table)
   int64_t tolerated_total_ = 0;
   Coverage coverage_;
   std::vector<std::unique_ptr<Slot>> slots_;

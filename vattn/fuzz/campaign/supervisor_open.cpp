@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Opening a campaign: a new directory (the journal's campaign and run lines), or one resumed from
-// its journal (stream, totals, coverage, findings and the ledger's counts carried over; a finding
-// whose shrinking was cut short is investigated again).
+// Opening a campaign: a new directory (the journal's campaign and run lines, and mix.json with
+// --mix-from), or one resumed from its journal (stream, totals, coverage, findings and the
+// ledger's counts carried over; a finding whose shrinking was cut short is investigated again).
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
 
+#include "vattn/fuzz/campaign/mix_file.h"
 #include "vattn/fuzz/campaign/supervisor_internal.h"
 
 namespace vattn::fuzz::supervisor_detail {
@@ -29,6 +31,17 @@ void Supervisor::open_campaign() {
     sc.budget = c.value("budget", "large");
     sc.device_variants = c.value("device_variants", false);
     sc.plan_variants = c.value("plan_variants", false);
+    if (c.contains("mix") && !c.at("mix").is_null()) {
+      // The table is the stream's: mix.json in the campaign folder, as the journal recorded it.
+      mix_ = c.at("mix");
+      const std::string digest = mix_.is_object() && mix_.contains("digest") && mix_.at("digest").is_string()
+                                     ? mix_.at("digest").get<std::string>()
+                                     : "";
+      if (digest.empty())
+        throw InputError(dir_ + "/journal.jsonl", "", "mix.digest",
+                         "missing: the campaign line must name mix.json's digest");
+      sc.mix = std::make_shared<const MixTable>(load_mix_file(dir_ + "/mix.json", digest));
+    }
     stream_ = std::make_unique<CaseStream>(sc);
     if (opt_.cases < 0) opt_.cases = c.value("cases", int64_t{-1});
     if (c.contains("shard")) {
@@ -80,12 +93,34 @@ void Supervisor::open_campaign() {
         dir_, "", "--out",
         "already holds a campaign (journal.jsonl); continue it with --resume " + dir_ + " or choose another --out");
   }
+  // Captured shapes are read before the campaign directory exists: a folder without readable case
+  // files is a usage error that leaves nothing behind.
+  MixSource mix;
+  if (!opt_.mix_from.empty()) mix = read_mix_dir(opt_.mix_from, opt_.seed);
   fs::create_directories(dir_ + "/findings");
   StreamConfig sc;
   sc.seed = opt_.seed;
   sc.budget = opt_.budget;
   sc.device_variants = !is_host_target(opt_.kernel);
   sc.plan_variants = sc.device_variants;
+  if (!opt_.mix_from.empty()) {
+    json doc = mix_to_json(mix);
+    doc["created"] = utc_now();
+    doc["generator"] = std::string("vattn ") + VATTN_VERSION;
+    const std::string digest = write_mix_file(dir_ + "/mix.json", doc);
+    sc.mix = std::make_shared<const MixTable>(mix.table);
+    mix_ = {{"file", "mix.json"},
+            {"digest", digest},
+            {"from", mix.dir},
+            {"cases", mix.cases},
+            {"shapes", mix.table.shapes.size()},
+            {"share_percent", mix.table.share_percent}};
+    std::fprintf(stderr, "vattn fuzz: --mix-from %s: %lld case(s) of %lld file(s), %zu shape(s), %d%% of the cases\n",
+                 printable(opt_.mix_from).c_str(), static_cast<long long>(mix.cases), static_cast<long long>(mix.files),
+                 mix.table.shapes.size(), mix.table.share_percent);
+    for (const std::string& s : mix.skipped)
+      std::fprintf(stderr, "vattn fuzz: --mix-from: skipped %s\n", printable(s).c_str());
+  }
   stream_ = std::make_unique<CaseStream>(sc);
   journal_.create(dir_ + "/journal.jsonl");
   json campaign{{"t", "campaign"},
@@ -100,6 +135,7 @@ void Supervisor::open_campaign() {
                 {"created", utc_now()},
                 {"generator", std::string("vattn ") + VATTN_VERSION}};
   if (opt_.shard_given) campaign["shard"] = {opt_.shard_index, opt_.shard_count};
+  if (!mix_.is_null()) campaign["mix"] = mix_;
   journal_.append(campaign);
   journal_.append({{"t", "run"},
                    {"run", run_number_},

@@ -33,7 +33,7 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
   ++cases_total_;
   ++cases_this_run_;
   ++s.cases;
-  const std::string cls = f.long_context ? "long" : "short";
+  const std::string& cls = f.family;
   if (f.long_context) {
     ++long_this_run_;
     ++s.long_cases;

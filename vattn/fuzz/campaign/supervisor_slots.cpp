@@ -161,6 +161,7 @@ void Supervisor::dispatch(Slot& s) {
     f.index = *idx;
     f.recipe = sc.recipe.to_line();
     f.work = sc.work;
+    f.family = size_class(sc);
     f.long_context = sc.long_context;
     const std::string repro = dir_ + "/pending/case" + std::to_string(*idx) + ".h5";
     if (!send_message(s.proc.command_fd(),

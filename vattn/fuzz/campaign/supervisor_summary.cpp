@@ -67,6 +67,10 @@ std::string Supervisor::summary_text(const std::string& reason) const {
   if (tolerated_total_ > 0) os << "; " << tolerated_total_ << " tolerated (ledger)";
   if (opt_.shard_count > 1) os << "; shard " << opt_.shard_index << "/" << opt_.shard_count;
   os << "\n";
+  if (!mix_.is_null())
+    os << "  mix: " << mix_.value("share_percent", 0) << "% of the cases shaped like the " << mix_.value("cases", 0)
+       << " captured case(s) of " << printable(mix_.value("from", "")) << " (" << mix_.value("shapes", 0) << " shapes, "
+       << dir_ << "/mix.json)\n";
   os << "  verdicts:";
   for (const auto& [v, n] : by_verdict_) os << " " << v << " " << n;
   os << "\n  by size (this run, seconds in code under test + checks per case):";
@@ -153,6 +157,7 @@ void Supervisor::write_summary(const std::string& reason) {
   j["tolerated"] = tolerated_total_;
   if (!ledger_.path().empty()) j["ledger"] = ledger_.to_json();
   if (opt_.shard_count > 1 || opt_.shard_index > 0) j["shard"] = {opt_.shard_index, opt_.shard_count};
+  if (!mix_.is_null()) j["mix"] = mix_;
   std::ofstream out(dir_ + "/summary.json.tmp");
   out << j.dump(2) << "\n";
   out.close();

@@ -2,9 +2,10 @@
 // vattn_gen_bench [CASES] [SEED]: what generating the campaign's cases costs on one core, the
 // share of a fuzz worker's pool threads that goes into making inputs (the summary's "pool
 // threads busy"). Draws the first CASES (default 300) cases of the large stream with device
-// variants, as a GPU campaign does, and prints seconds per case by size class and, for long
-// contexts, by value profile, with the pool bytes made per second, and a digest of every value
-// made (equal digests: a change to the generators left the cases as they were).
+// variants and plan variants, as a GPU campaign does, and prints seconds per case by family
+// (short, serving, long) and, for long contexts, by value profile, with the pool bytes made per
+// second, and a digest of every value made (equal digests: a change to the generators left the
+// cases as they were).
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -53,7 +54,11 @@ int run(int argc, char** argv) {
     return 2;
   }
   if (!decimal("CASES", cases_text, 1, 100000000L, &cases) || !decimal("SEED", seed_text, 0, 1L << 62, &seed)) return 2;
-  CaseStream stream(StreamConfig{static_cast<uint64_t>(seed), "large", true});
+  StreamConfig config;
+  config.seed = static_cast<uint64_t>(seed);
+  config.budget = "large";
+  config.device_variants = config.plan_variants = true;
+  const CaseStream stream(config);
   struct Tally {
     long n = 0;
     double s = 0, bytes = 0;

@@ -162,6 +162,20 @@ GenBudget GenBudget::long_context() {
   return b;
 }
 
+GenBudget GenBudget::serving() {
+  GenBudget b;
+  b.name = "serving";
+  b.max_batch = 64;
+  b.max_heads = 8;
+  b.max_prefix = 262144;
+  b.max_drafts = 64;
+  b.max_total_kv = 262144;
+  b.max_total_drafts = 1024;
+  b.max_work = 48000000;
+  b.max_splits = 64;
+  return b;
+}
+
 GenBudget GenBudget::from_env() {
   return from_lookup([](const char* var) -> const char* { return std::getenv(var); });
 }
@@ -424,6 +438,24 @@ rc::Seq<Recipe> shrink_recipe(const Recipe& r) {
   if (r.poison) {
     Recipe c = r;
     c.poison = false;
+    out.push_back(std::move(c));
+  }
+  // The caller's plan: the worker's own limits and the GPU it runs on are the plain case. Every
+  // shrink above keeps the limits valid (they admit fewer requests, fewer drafts and fewer
+  // forced splits), so loosening them is never needed.
+  if (r.limits.set()) {
+    Recipe c = r;
+    c.limits = Recipe::PlanLimits{};
+    out.push_back(std::move(c));
+  }
+  if (r.sms != 0) {
+    Recipe c = r;
+    c.sms = c.sm_blocks = 0;
+    out.push_back(std::move(c));
+  }
+  if (r.sm_blocks != 0) {
+    Recipe c = r;
+    c.sm_blocks = 0;
     out.push_back(std::move(c));
   }
   shrink_int(r.splits, 0, [](Recipe& c, auto v) { c.splits = v; });

@@ -38,6 +38,10 @@ struct GenBudget {
   // The long-context share of `vattn fuzz --budget large`: prefixes up to 262144 with work held
   // to what the naive GPU oracle checks in tens of milliseconds (vattn/fuzz/gen/case_stream.h).
   static GenBudget long_context();
+  // The serving-shaped share of the same mix: K2.6 verify steps at TP8 (H = 8, B <= 64,
+  // T_b <= 64, sum T <= 1024), the pool of one full-length request (sum P <= 262144) and the
+  // long family's work limit.
+  static GenBudget serving();
 
   // VATTN_FUZZ_BUDGET=small|medium|large, then per-field overrides VATTN_FUZZ_MAX_BATCH,
   // _MAX_HEADS, _MAX_PREFIX, _MAX_DRAFTS, _MAX_TOTAL_KV, _MAX_TOTAL_DRAFTS, _MAX_WORK,
