@@ -74,6 +74,10 @@ int cmd_fuzz(int argc, char** argv) {
       .option("shard", "I/N", "run only the indices i with i % N == I (N hosts, one stream: give each the same --seed)")
       .option("ledger", "FILE", "known, tolerated findings (vattn/fuzz/ledger.json): counted, not raised again")
       .option("budget", "small|medium|large", "case mix (vattn/fuzz/README.md)", "large")
+      .option("plan-variants", "on|off",
+              "draw the plans other GPUs would make (sms=, sm_blocks=; needs a revision with the test plan "
+              "hook, kernels/vattn_abi.h: a campaign stops at one without it)",
+              "on for GPU revisions, off for host:*")
       .option("gpus", "all|0,1,..", "GPU workers, one per GPU", "all")
       .option("workers", "N", "worker processes for a host:* target", "1")
       .option("threads", "N", "pool threads per worker (generation, CPU oracles)", "cores / workers - 1")
@@ -105,10 +109,16 @@ int cmd_fuzz(int argc, char** argv) {
     o.kernel = args.get("kernel");
     o.resume_dir = args.get("resume");
     if (o.kernel.empty() && o.resume_dir.empty()) throw UsageError("--kernel is required (or --resume DIR)");
-    if (!o.resume_dir.empty() && (args.has("seed") || args.has("budget") || args.has("out") || args.has("shard")))
+    if (!o.resume_dir.empty() &&
+        (args.has("seed") || args.has("budget") || args.has("out") || args.has("shard") || args.has("plan-variants")))
       throw UsageError(
-          "--resume keeps the campaign's seed, budget, shard and directory; leave --seed, --budget, --shard "
-          "and --out out");
+          "--resume keeps the campaign's seed, budget, shard, plan variants and directory; leave --seed, --budget, "
+          "--shard, --plan-variants and --out out");
+    if (args.has("plan-variants")) {
+      const std::string pv = args.get("plan-variants");
+      if (pv != "on" && pv != "off") throw UsageError("--plan-variants must be on or off (got '" + pv + "')");
+      o.plan_variants = pv == "on" ? 1 : 0;
+    }
     if (args.has("shard")) parse_shard(args.get("shard"), o);
     o.ledger = args.get("ledger");
     o.report = !args.has("no-report");
@@ -145,6 +155,8 @@ int cmd_fuzz(int argc, char** argv) {
     if (!repro.empty() && recipe.empty()) throw UsageError("--repro goes with --recipe");
     if (!recipe.empty() && !o.resume_dir.empty())
       throw UsageError("--recipe runs one case; it does not go with --resume");
+    if (!recipe.empty() && args.has("plan-variants"))
+      throw UsageError("--plan-variants chooses a campaign's stream; --recipe runs the plan its line names");
 #if !VATTN_HAVE_CUDA
     if (!o.kernel.empty() && o.kernel.rfind("host:", 0) != 0) {
       std::fprintf(stderr, "vattn fuzz: --kernel %s: %s; only host:* targets run\n", o.kernel.c_str(), kNoCuda);

@@ -85,7 +85,7 @@ void Supervisor::open_campaign() {
   sc.seed = opt_.seed;
   sc.budget = opt_.budget;
   sc.device_variants = !is_host_target(opt_.kernel);
-  sc.plan_variants = sc.device_variants;
+  sc.plan_variants = opt_.plan_variants < 0 ? sc.device_variants : opt_.plan_variants == 1;
   stream_ = std::make_unique<CaseStream>(sc);
   journal_.create(dir_ + "/journal.jsonl");
   json campaign{{"t", "campaign"},
