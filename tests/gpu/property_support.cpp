@@ -79,15 +79,25 @@ rc::Gen<Recipe::PlanLimits> gen_tight_limits(const Recipe& r, int drafts_cap) {
       rc::gen::inRange(0, 4), rc::gen::inRange(0, 65), rc::gen::inRange(0, 33), rc::gen::inRange(0, 8));
 }
 
-Recipe with_drawn_plan(Recipe r, bool hook) {
-  vattn_caps caps{};
-  const Revision rev = load_revision(revision_under_test());
-  const int drafts_cap = rev.api->capabilities(&caps) == VATTN_OK ? caps.max_drafts_per_request : 1025;
-  r.limits = *gen_tight_limits(r, drafts_cap);
-  const testbed::PlanOverride gpu = *gen_gpu_plan(hook);
-  r.sms = gpu.sms;
-  r.sm_blocks = gpu.blocks_per_sm;
-  return r;
+rc::Gen<Recipe> gen_planned_recipe(const GenBudget& b, bool hook, bool tight_limits) {
+  static const int drafts_cap = [] {
+    vattn_caps caps{};
+    const Revision rev = load_revision(revision_under_test());
+    return rev.api->capabilities(&caps) == VATTN_OK ? caps.max_drafts_per_request : 1;
+  }();
+  return rc::gen::mapcat(gen_recipe(b), [hook, tight_limits](const Recipe& r) {
+    const rc::Gen<Recipe::PlanLimits> limits =
+        tight_limits ? gen_tight_limits(r, drafts_cap) : rc::gen::just(Recipe::PlanLimits{});
+    return rc::gen::apply(
+        [r](const Recipe::PlanLimits& l, const testbed::PlanOverride& gpu) {
+          Recipe planned = r;
+          planned.limits = l;
+          planned.sms = gpu.sms;
+          planned.sm_blocks = gpu.blocks_per_sm;
+          return planned;
+        },
+        limits, gen_gpu_plan(hook));
+  });
 }
 
 RunResult run_once(const Case& c, int splits, const std::string& revision, const testbed::PlanOverride& gpu) {

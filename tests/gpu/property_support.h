@@ -31,9 +31,10 @@ rc::Gen<testbed::PlanOverride> gen_gpu_plan(bool hook);
 // Tight plan limits for `r`: B, sum T_b and the largest T_b (at most `drafts_cap`) plus a little,
 // shrinking to exactly the case's, and a small max_splits (1..8 above the recipe's forced count).
 rc::Gen<Recipe::PlanLimits> gen_tight_limits(const Recipe& r, int drafts_cap);
-// `r` with a drawn plan: tight limits, and another GPU's plan when `hook`; in the recipe (limits=,
-// sms=, sm_blocks=), so the line a failure prints re-runs it. Call inside a property.
-Recipe with_drawn_plan(Recipe r, bool hook);
+// gen_recipe(b) with the plan it runs on in the recipe itself, so the counterexample's line re-runs
+// it: another GPU's (sms=, sm_blocks=) when `hook`, and with `tight_limits` tight plan limits
+// (limits=, within the revision under test's capabilities).
+rc::Gen<Recipe> gen_planned_recipe(const GenBudget& b, bool hook, bool tight_limits);
 
 // Poisoned, forced-split run of a revision (default: the one under test) on its own
 // exactly-fitting limits, planned for the GPU `gpu` names (default: this one).

@@ -2,7 +2,7 @@
 // Property-based tests of the kernel: RapidCheck draws shrinkable recipes (vattn/fuzz/gen/gen_recipe.h)
 // and each property states what the contract promises. For a revision with the test plan hook
 // (the in-tree ones) each case also draws the GPU the plan is made for (sms=, sm_blocks=:
-// property_support.h, gen_gpu_plan) and, where the case is run as drawn, tight plan limits
+// property_support.h, gen_planned_recipe) and, where the case is run as drawn, tight plan limits
 // (limits=), all in its recipe line. A failure prints the shrunk case as
 // one recipe line, the RC_PARAMS that re-run it, and writes an HDF5 repro under
 // $VATTN_FINDINGS_DIR. Budgets: VATTN_FUZZ_BUDGET (default here: medium for oracle
@@ -29,7 +29,7 @@ TEST_CASE("kernel property: agrees with the CPU float64 oracle", "[gpu][property
   const GenBudget b = gpu_budget("medium");
   const bool hook = plan_hook_under_test();
   rc_prop("kernel vs cpu oracle", [b, hook] {
-    const Recipe r = with_drawn_plan(*gen_recipe(b), hook);
+    const Recipe r = *gen_planned_recipe(b, hook, true);
     const Case c = generate_case(r, "property");
     const auto v = check_vs_cpu(c, {r.splits}, revision_under_test(), testbed::case_plan(r));
     note_failure(v[0], c, "vs-cpu");
@@ -42,7 +42,7 @@ TEST_CASE("kernel property: long contexts agree with the naive GPU oracle", "[gp
   GenBudget b = gpu_budget("large");
   const bool hook = plan_hook_under_test();
   rc_prop("kernel vs naive gpu oracle", [b, hook] {
-    const Recipe r = with_drawn_plan(*gen_recipe(b), hook);
+    const Recipe r = *gen_planned_recipe(b, hook, true);
     const Case c = generate_case(r, "property");
     const auto v = check_vs_naive_gpu(c, {r.splits}, revision_under_test(), testbed::case_plan(r));
     note_failure(v[0], c, "vs-naive");
@@ -55,14 +55,13 @@ TEST_CASE("kernel property: split counts agree within tolerance and each count i
   const GenBudget b = gpu_budget("medium");
   const bool hook = plan_hook_under_test();
   rc_prop("split invariance", [b, hook] {
-    const Recipe r = *gen_recipe(b);
+    const Recipe r = *gen_planned_recipe(b, hook, false);
     const int other = *rc::gen::inRange(1, b.max_splits + 1);
-    const testbed::PlanOverride gpu = *gen_gpu_plan(hook);
     const Case c = generate_case(r, "property");
     DeviceCase dc(c);
     const Reference naive = naive_gpu_reference(dc);
     KernelRunner runner(load_revision(revision_under_test()), limits_for(c, b.max_splits));
-    const testbed::ScopedPlan plan(runner.revision().plan_for, gpu, runner.revision().describe());
+    const testbed::ScopedPlan plan(runner.revision().plan_for, testbed::case_plan(r).gpu, runner.revision().describe());
     const RunResult x = runner.run(dc, r.splits), y = runner.run(dc, other);
     RC_ASSERT(x.ok());
     RC_ASSERT(y.ok());
@@ -77,7 +76,7 @@ TEST_CASE("kernel property: same inputs and split count give bitwise the same ou
   const GenBudget b = gpu_budget("large");
   const bool hook = plan_hook_under_test();
   rc_prop("determinism", [b, hook] {
-    const Recipe r = with_drawn_plan(*gen_recipe(b), hook);
+    const Recipe r = *gen_planned_recipe(b, hook, true);
     const Case c = generate_case(r, "property");
     DeviceCase dc(c);
     KernelRunner runner(load_revision(revision_under_test()), testbed::plan_limits(r.limits, c.num_heads));
@@ -96,9 +95,9 @@ TEST_CASE("kernel property: moving KV rows to other pool slots changes nothing, 
   const GenBudget b = gpu_budget("large");
   const bool hook = plan_hook_under_test();
   rc_prop("slot permutation", [b, hook] {
-    const Recipe r = *gen_recipe(b);
+    const Recipe r = *gen_planned_recipe(b, hook, false);
     const uint64_t perm_seed = *rc::gen::inRange<uint64_t>(0, uint64_t{1} << 32);
-    const testbed::PlanOverride gpu = *gen_gpu_plan(hook);
+    const testbed::PlanOverride gpu = testbed::case_plan(r).gpu;
     const Case c = generate_case(r, "property");
     const Case moved = permute_slots(c, perm_seed);
     const RunResult x = run_once(c, r.splits, revision_under_test(), gpu),
@@ -114,9 +113,9 @@ TEST_CASE("kernel property: NaN/Inf outside every key set changes nothing, bitwi
   const GenBudget b = gpu_budget("large");
   const bool hook = plan_hook_under_test();
   rc_prop("poison independence", [b, hook] {
-    Recipe r = *gen_recipe(b);
+    Recipe r = *gen_planned_recipe(b, hook, false);
     r.poison = false;
-    const testbed::PlanOverride gpu = *gen_gpu_plan(hook);
+    const testbed::PlanOverride gpu = testbed::case_plan(r).gpu;
     const Case c = generate_case(r, "property");
     const Case poisoned = poison_outside_key_sets(c, *rc::gen::inRange(0, 1000));
     const RunResult x = run_once(c, r.splits, revision_under_test(), gpu),
@@ -134,9 +133,9 @@ TEST_CASE("kernel property: NaN/Inf in a draft changes only the rows that see it
   const GenBudget b = gpu_budget("large");
   const bool hook = plan_hook_under_test();
   rc_prop("partly visible poison", [b, hook] {
-    Recipe r = *gen_recipe(b);
+    Recipe r = *gen_planned_recipe(b, hook, false);
     r.poison = false;
-    const testbed::PlanOverride gpu = *gen_gpu_plan(hook);
+    const testbed::PlanOverride gpu = testbed::case_plan(r).gpu;
     const PoisonCheck k = check_partly_visible_poison(generate_case(r, "property"), r.splits,
                                                       *rc::gen::inRange(0, 1000), revision_under_test(), gpu);
     RC_PRE(k.applicable);  // every draft is seen by all rows of its request, or by none
@@ -153,10 +152,10 @@ TEST_CASE("kernel property: a request alone equals it inside the batch, bitwise 
   const GenBudget b = gpu_budget("large");
   const bool hook = plan_hook_under_test();
   rc_prop("batch invariance", [b, hook] {
-    Recipe r = *gen_recipe(b);
+    Recipe r = *gen_planned_recipe(b, hook, false);
     if (r.splits == 0) r.splits = 1 + static_cast<int>(r.seed % static_cast<uint64_t>(b.max_splits));
     const int which = *rc::gen::inRange(0, static_cast<int>(r.prefix.size()));
-    const testbed::PlanOverride gpu = *gen_gpu_plan(hook);
+    const testbed::PlanOverride gpu = testbed::case_plan(r).gpu;
     const Case c = generate_case(r, "property");
     const Case alone = extract_request(c, which);
     const RunResult all = run_once(c, r.splits, revision_under_test(), gpu),
@@ -172,9 +171,9 @@ TEST_CASE("kernel property: a head computed alone equals that head in the full c
   const GenBudget b = gpu_budget("large");
   const bool hook = plan_hook_under_test();
   rc_prop("head independence", [b, hook] {
-    Recipe r = *gen_recipe(b);
+    Recipe r = *gen_planned_recipe(b, hook, false);
     if (r.splits == 0) r.splits = 1 + static_cast<int>(r.seed % static_cast<uint64_t>(b.max_splits));
-    const testbed::PlanOverride gpu = *gen_gpu_plan(hook);
+    const testbed::PlanOverride gpu = testbed::case_plan(r).gpu;
     const Case c = generate_case(r, "property");
     const int h = *rc::gen::inRange(0, c.num_heads);
     const Case single = extract_head(c, h);
@@ -191,9 +190,9 @@ TEST_CASE("kernel property: a chain equals causal attention (each draft as its o
   const GenBudget b = gpu_budget("medium");
   const bool hook = plan_hook_under_test();
   rc_prop("chain == causal", [b, hook] {
-    Recipe r = *gen_recipe(b);
+    Recipe r = *gen_planned_recipe(b, hook, false);
     r.tree = "chain";
-    const testbed::PlanOverride gpu = *gen_gpu_plan(hook);
+    const testbed::PlanOverride gpu = testbed::case_plan(r).gpu;
     const Case c = generate_case(r, "property");
     const Case causal = chain_as_causal_requests(c);
     const RunResult x = run_once(c, r.splits, revision_under_test(), gpu),
@@ -211,8 +210,8 @@ TEST_CASE("kernel property: exp(s_k - lse) sums to 1 on every non-empty row", "[
   const GenBudget b = gpu_budget("small");
   const bool hook = plan_hook_under_test();
   rc_prop("lse consistency", [b, hook] {
-    const Recipe r = *gen_recipe(b);
-    const testbed::PlanOverride gpu = *gen_gpu_plan(hook);
+    const Recipe r = *gen_planned_recipe(b, hook, false);
+    const testbed::PlanOverride gpu = testbed::case_plan(r).gpu;
     const Case c = generate_case(r, "property");
     const RunResult x = run_once(c, r.splits, revision_under_test(), gpu);
     RC_ASSERT(x.ok());
