@@ -5,7 +5,9 @@
 // partial kernel and then this file; its Traits (split_traits.h) say the rest.
 #pragma once
 
+#include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <mutex>
 
 #include "split_reduce.cuh"
@@ -50,6 +52,32 @@ const DeviceFacts& device_facts(int dev) {
       f.error = cudaErrorInvalidConfiguration;
   });
   return facts[dev];
+}
+
+// The test-only plan hook (vattn_abi.h, vattn_test_plan_for_v1): 0 plans for this GPU, else
+// sms << 8 | blocks_per_sm. One word, so that a run() never sees half of a change.
+std::atomic<uint32_t> g_plan_for{0};
+
+vattn_status plan_for(int sms, int blocks_per_sm) {
+  const bool reset = sms == 0 && blocks_per_sm == 0;
+  if (!reset && (sms < 1 || sms > VATTN_TEST_PLAN_MAX_SMS || blocks_per_sm < 0 ||
+                 blocks_per_sm > VATTN_TEST_PLAN_MAX_BLOCKS_PER_SM))
+    return VATTN_ERR_INVALID_ARGUMENT;
+  g_plan_for.store(static_cast<uint32_t>(sms) << 8 | static_cast<uint32_t>(blocks_per_sm));
+  return VATTN_OK;
+}
+
+// What a call plans with: this GPU's facts, or the SM count and partial blocks per SM the hook
+// set (the reduce keeps this GPU's occupancy: it is a latency chain per warp, whatever the SMs).
+// The kernels are grid-stride loops over the plan's items, so any grid covers the work.
+DeviceFacts planned_facts(const DeviceFacts& gpu) {
+  DeviceFacts f = gpu;
+  const uint32_t v = g_plan_for.load();
+  if (v != 0) {
+    f.sms = static_cast<int>(v >> 8);
+    if ((v & 0xffu) != 0) f.partial_blocks_per_sm = static_cast<int>(v & 0xffu);
+  }
+  return f;
 }
 
 // A launch that may begin before the previous kernel on the stream ends (programmatic stream
@@ -129,7 +157,7 @@ vattn_status run(const vattn_args* a, const vattn_limits* lim, void* ws, size_t 
 
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) return VATTN_ERR_CUDA;
-  const DeviceFacts& f = device_facts(dev);
+  const DeviceFacts f = planned_facts(device_facts(dev));
   if (f.error != cudaSuccess) return VATTN_ERR_CUDA;
 
   SplitParams p;
@@ -195,10 +223,20 @@ extern "C" __attribute__((visibility("default"))) int vattn_timeline_read_v1(vat
 }
 #endif
 
-// Built in: the suite links this symbol directly. As a shared library: vattn_get_revision_v1.
+// Built in: the suite links these symbols directly (the revision, and its test-only plan hook as
+// <revision symbol>_test_plan_for). As a shared library: vattn_get_revision_v1 and
+// vattn_test_plan_for_v1.
+#define VATTN_SYMBOL_CAT_(a, b) a##b
+#define VATTN_SYMBOL_CAT(a, b) VATTN_SYMBOL_CAT_(a, b)
 extern "C" const vattn_revision* VATTN_REVISION_SYMBOL(void) { return &vattn::VATTN_KERN_NS::kRevision; }
+extern "C" vattn_status VATTN_SYMBOL_CAT(VATTN_REVISION_SYMBOL, _test_plan_for)(int sms, int blocks_per_sm) {
+  return vattn::VATTN_KERN_NS::plan_for(sms, blocks_per_sm);
+}
 #ifdef VATTN_EXPORT_GET_REVISION
 extern "C" __attribute__((visibility("default"))) const vattn_revision* vattn_get_revision_v1(void) {
   return &vattn::VATTN_KERN_NS::kRevision;
+}
+extern "C" __attribute__((visibility("default"))) vattn_status vattn_test_plan_for_v1(int sms, int blocks_per_sm) {
+  return vattn::VATTN_KERN_NS::plan_for(sms, blocks_per_sm);
 }
 #endif

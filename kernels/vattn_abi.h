@@ -119,6 +119,30 @@ typedef struct vattn_revision {
 typedef const vattn_revision* (*vattn_get_revision_fn)(void);  // NOLINT(modernize-redundant-void-arg): a C header
 #define VATTN_GET_REVISION_SYMBOL "vattn_get_revision_v1"
 
+/* Test only, outside the surface ABI v1 requires: the plan of another GPU.
+ *
+ * A revision library MAY also export
+ *     vattn_status vattn_test_plan_for_v1(int sms, int blocks_per_sm);
+ * After it, every run() of that revision in the process plans as it would on a GPU with `sms`
+ * SMs and `blocks_per_sm` resident partial blocks per SM (0: the revision's occupancy on the
+ * current GPU): the planner's balance target and the launch grids. (0, 0) restores the plan of
+ * the GPU the call runs on. Accepted: 1 <= sms <= VATTN_TEST_PLAN_MAX_SMS with
+ * 0 <= blocks_per_sm <= VATTN_TEST_PLAN_MAX_BLOCKS_PER_SM, or (0, 0); anything else returns
+ * VATTN_ERR_INVALID_ARGUMENT and changes nothing.
+ *
+ * The setting is process-wide (every thread, stream and device) and thread-safe: a run()
+ * reads it once, when it enqueues; a captured graph keeps the plan it was captured with. The
+ * results must still meet the contract: a plan changes only how the work is cut.
+ *
+ * Servers never call it. The suite does, so that the test GPU runs the plans the target GPU will
+ * (the RTX PRO 6000: 188 SMs, one partial block each); it refuses to run a case that asks for
+ * another GPU's plan on a revision without this symbol, rather than run it with the native plan.
+ * The in-tree revisions have it (built in: <their revision symbol>_test_plan_for). */
+typedef vattn_status (*vattn_test_plan_for_fn)(int sms, int blocks_per_sm);
+#define VATTN_TEST_PLAN_FOR_SYMBOL "vattn_test_plan_for_v1"
+#define VATTN_TEST_PLAN_MAX_SMS 512
+#define VATTN_TEST_PLAN_MAX_BLOCKS_PER_SM 32
+
 #ifdef __cplusplus
 }
 #endif

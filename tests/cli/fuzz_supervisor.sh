@@ -24,6 +24,10 @@
 #               campaign line names it, about half the case lines are "captured"; --resume goes on
 #               with the same mix; a changed mix.json, a missing or empty folder, one with no
 #               readable case file and --mix-from with --resume or --recipe exit 2, saying why
+#   plan        --plan-variants: a stream that draws other GPUs' plans stops, before any case, at a
+#               target whose ready message says it has no plan hook (host targets have none): exit
+#               2 naming it and --plan-variants off, nothing left behind; off (the host default) it
+#               runs, journaled; --recipe with sms= is refused the same way; the option's usage
 # The seeds are chosen so that the faulty values come early in the case stream (seed 3: T_b = 17
 # at case 17, H = 3 at case 4; seed 7: P_b = 77 at case 2). If the stream changes (case_stream.cpp,
 # gen_recipe.cpp) and a mode finds nothing, pick a seed again: host:faulty:wrong@FIELD=VALUE is
@@ -294,6 +298,45 @@ PY
   has with-recipe err "does not go with --mix-from"
   run help "$vattn" fuzz --help
   has help out "--mix-from DIR"
+    ;;
+plan)
+  # plan_variants ID: the campaign line's plan_variants in the journal of campaign ID.
+  plan_variants() {
+    python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["plan_variants"])' "$tmp/$1/journal.jsonl"
+  }
+  fuzz hookless --kernel host:bf16-reference "${small[@]}" --plan-variants on --cases 5 --seed 1 --out "$tmp/on"
+  want_rc hookless 2
+  has hookless err "vattn fuzz: nothing could run: the case stream draws other GPUs' plans (sms=, sm_blocks=), and \
+host:bf16-reference (host:bf16-reference) has no test plan hook (vattn_test_plan_for_v1, kernels/vattn_abi.h)"
+  has hookless err "pass --plan-variants off to fuzz it with its own plan only"
+  lacks hookless out "vattn fuzz: "
+  [ -e "$tmp/on" ] && fail "a campaign that ran no case left $tmp/on behind" || echo "ok: nothing left behind"
+  fuzz off --kernel host:bf16-reference "${small[@]}" --plan-variants off --cases 5 --seed 1 --out "$tmp/off"
+  want_rc off 0
+  has off out "vattn fuzz: 5 cases, 0 findings"
+  [ "$(plan_variants off)" = False ] && echo "ok: plan_variants off journaled" || fail "journal: plan_variants is not false"
+  fuzz host-default --kernel host:bf16-reference "${small[@]}" --cases 3 --seed 1 --out "$tmp/default"
+  want_rc host-default 0
+  [ "$(plan_variants default)" = False ] && echo "ok: host targets draw no plans by default" ||
+    fail "journal: a host target's default plan_variants is not false"
+  # One recipe that names another GPU's plan: refused at the ready message; without it, it runs.
+  fuzz recipe-sms --kernel host:bf16-reference --recipe "B=1 H=1 P=[0] T=[1] sms=188 sm_blocks=1"
+  want_rc recipe-sms 2
+  has recipe-sms err "--recipe asks for the plan of another GPU (sms=188), and host:bf16-reference"
+  has recipe-sms err "has no test plan hook (vattn_test_plan_for_v1"
+  lacks recipe-sms out "PASS"
+  fuzz recipe-limits --kernel host:bf16-reference --recipe "B=1 H=1 P=[0] T=[1] limits=1/1/1/1"
+  want_rc recipe-limits 0
+  has recipe-limits out "PASS B=1 H=1 P=[0] T=[1] "
+  fuzz pv-value --kernel host:bf16-reference --plan-variants maybe --cases 5 --out "$tmp/pv"
+  want_rc pv-value 2
+  has pv-value err "--plan-variants must be on or off (got 'maybe')"
+  fuzz pv-resume --resume "$tmp/off" --plan-variants on
+  want_rc pv-resume 2
+  has pv-resume err "leave --seed, --budget, --shard, --plan-variants and --out out"
+  fuzz pv-recipe --kernel host:bf16-reference --plan-variants on --recipe "B=1 H=1 P=[0] T=[1]"
+  want_rc pv-recipe 2
+  has pv-recipe err "--plan-variants chooses a campaign's stream"
   ;;
 *)
   echo "fuzz_supervisor.sh: unknown mode '$mode'"

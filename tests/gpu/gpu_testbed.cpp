@@ -26,20 +26,22 @@ namespace {
 // The testbed's verdict per split count, on one upload and one plan; the references are computed
 // once by the caller.
 std::vector<KernelVerdict> run_and_compare(const Case& c, const std::vector<int>& splits, const std::string& revision,
-                                           const testbed::References& refs) {
+                                           const testbed::References& refs, const testbed::CasePlan& plan) {
   std::vector<KernelVerdict> all;
   Revision rev = load_revision(revision);
   DeviceCase dc(c);
   int most = 8;
   for (int s : splits) most = s > most ? s : most;
-  testbed::Testbed tb(rev, limits_for(c, most));
+  testbed::Testbed tb(rev, plan.limits.set() ? testbed::plan_limits(plan.limits, c.num_heads) : limits_for(c, most));
+  const std::string planned = plan.gpu.set() ? " " + plan.gpu.describe() : "";
   for (int s : splits) {
     testbed::Options o;
     o.splits = s;
     o.oracle = testbed::OracleChoice::kGiven;
+    o.plan = plan.gpu;
     const testbed::Observation obs = tb.run(dc, c, o);
     const testbed::Outcome out =
-        testbed::verify(c, obs, "kernel:" + rev.name() + " splits=" + std::to_string(s), &refs);
+        testbed::verify(c, obs, "kernel:" + rev.name() + " splits=" + std::to_string(s) + planned, &refs);
     KernelVerdict v;
     v.splits = s;
     v.run = obs.run;
@@ -69,14 +71,15 @@ std::filesystem::path revisions_dir() {
   return std::filesystem::path(env && *env ? env : VATTN_BINARY_DIR) / "revisions";
 }
 
-std::vector<KernelVerdict> check_vs_cpu(const Case& c, const std::vector<int>& splits, const std::string& revision) {
+std::vector<KernelVerdict> check_vs_cpu(const Case& c, const std::vector<int>& splits, const std::string& revision,
+                                        const testbed::CasePlan& plan) {
   const Reference r64 = oracle_fp64(c);
   const Reference r16 = reference_bf16_emulated(c);
-  return run_and_compare(c, splits, revision, {&r64, &r16, testbed::kOracleFp64});
+  return run_and_compare(c, splits, revision, {&r64, &r16, testbed::kOracleFp64}, plan);
 }
 
 std::vector<KernelVerdict> check_vs_naive_gpu(const Case& c, const std::vector<int>& splits,
-                                              const std::string& revision) {
+                                              const std::string& revision, const testbed::CasePlan& plan) {
   Reference naive;
   {
     DeviceCase dc(c);
@@ -84,7 +87,7 @@ std::vector<KernelVerdict> check_vs_naive_gpu(const Case& c, const std::vector<i
   }
   // The naive oracle is float32, not a bf16-emulating reference: no yardstick, no ratio check;
   // its own float32 error is far below the bf16 terms of the bound.
-  return run_and_compare(c, splits, revision, {&naive, nullptr, testbed::kNaiveGpuOracle});
+  return run_and_compare(c, splits, revision, {&naive, nullptr, testbed::kNaiveGpuOracle}, plan);
 }
 
 std::string write_repro(const Case& c, const std::string& tag, const std::vector<float>& out,

@@ -14,6 +14,7 @@
 #include "vattn/check/tolerance.h"
 #include "vattn/gen/generate.h"
 #include "vattn/gpu/kernel_runner.h"
+#include "vattn/testbed/plan.h"
 #include "vattn/testbed/verdict.h"
 
 namespace vattn::test {
@@ -31,12 +32,15 @@ struct KernelVerdict {
 };
 
 // Kernel vs the CPU float64 oracle, once per forced split count (0 = kernel picks); the
-// oracles run once for all counts.
+// oracles run once for all counts. `plan`: the plan limits (unset: fitted to the case, room for
+// 8 splits or the largest count) and the GPU the revision plans for (testbed/plan.h).
 std::vector<KernelVerdict> check_vs_cpu(const Case& c, const std::vector<int>& splits,
-                                        const std::string& revision = revision_under_test());
+                                        const std::string& revision = revision_under_test(),
+                                        const testbed::CasePlan& plan = {});
 // Kernel vs the naive GPU oracle (long contexts).
 std::vector<KernelVerdict> check_vs_naive_gpu(const Case& c, const std::vector<int>& splits,
-                                              const std::string& revision = revision_under_test());
+                                              const std::string& revision = revision_under_test(),
+                                              const testbed::CasePlan& plan = {});
 
 // Recipe shorthand for tables: generate_case(parse(line)).
 Case make_case(const std::string& recipe_line);

@@ -44,10 +44,67 @@ testbed::Observation observe(const Case& c, const testbed::Options& o, const std
 
 }  // namespace
 
-RunResult run_once(const Case& c, int splits, const std::string& revision) {
+bool plan_hook_under_test() { return load_revision(revision_under_test()).plan_for != nullptr; }
+
+rc::Gen<testbed::PlanOverride> gen_gpu_plan(bool hook) {
+  if (!hook) return rc::gen::just(testbed::PlanOverride{});
+  return rc::gen::mapcat(rc::gen::inRange(0, 6), [](int kind) -> rc::Gen<testbed::PlanOverride> {
+    if (kind < 2) return rc::gen::just(testbed::PlanOverride{188, 1});   // the RTX PRO 6000
+    if (kind == 2) return rc::gen::just(testbed::PlanOverride{132, 0});  // an H100/H200's SMs
+    return rc::gen::apply(
+        [](int sms, int blocks) {
+          return testbed::PlanOverride{sms, blocks};
+        },
+        rc::gen::inRange(1, VATTN_TEST_PLAN_MAX_SMS + 1), rc::gen::inRange(0, VATTN_TEST_PLAN_MAX_BLOCKS_PER_SM + 1));
+  });
+}
+
+rc::Gen<Recipe::PlanLimits> gen_tight_limits(const Recipe& r, int drafts_cap) {
+  int64_t total = 0;
+  int longest = 1;
+  for (int t : r.drafts) {
+    total += t;
+    longest = std::max(longest, t);
+  }
+  const int batch = static_cast<int>(r.drafts.size()), forced = std::max(1, r.splits);
+  return rc::gen::apply(
+      [=](int more_b, int more_q, int more_t, int more_s) {
+        Recipe::PlanLimits l;
+        l.max_requests = batch + more_b;
+        l.max_total_drafts = total + more_q;
+        l.max_drafts_per_request = std::max(longest, std::min(drafts_cap, longest + more_t));
+        l.max_splits = forced + more_s;
+        return l;
+      },
+      rc::gen::inRange(0, 4), rc::gen::inRange(0, 65), rc::gen::inRange(0, 33), rc::gen::inRange(0, 8));
+}
+
+rc::Gen<Recipe> gen_planned_recipe(const GenBudget& b, bool hook, bool tight_limits) {
+  static const int drafts_cap = [] {
+    vattn_caps caps{};
+    const Revision rev = load_revision(revision_under_test());
+    return rev.api->capabilities(&caps) == VATTN_OK ? caps.max_drafts_per_request : 1;
+  }();
+  return rc::gen::mapcat(gen_recipe(b), [hook, tight_limits](const Recipe& r) {
+    const rc::Gen<Recipe::PlanLimits> limits =
+        tight_limits ? gen_tight_limits(r, drafts_cap) : rc::gen::just(Recipe::PlanLimits{});
+    return rc::gen::apply(
+        [r](const Recipe::PlanLimits& l, const testbed::PlanOverride& gpu) {
+          Recipe planned = r;
+          planned.limits = l;
+          planned.sms = gpu.sms;
+          planned.sm_blocks = gpu.blocks_per_sm;
+          return planned;
+        },
+        limits, gen_gpu_plan(hook));
+  });
+}
+
+RunResult run_once(const Case& c, int splits, const std::string& revision, const testbed::PlanOverride& gpu) {
   testbed::Options o;
   o.splits = splits;
   o.oracle = testbed::OracleChoice::kGiven;  // the properties compare runs with each other
+  o.plan = gpu;
   return observe(c, o, revision).run;
 }
 
@@ -169,10 +226,12 @@ Case poison_outside_key_sets(const Case& c, uint64_t seed) {
   return m;
 }
 
-PoisonCheck check_partly_visible_poison(const Case& c, int splits, uint64_t seed, const std::string& revision) {
+PoisonCheck check_partly_visible_poison(const Case& c, int splits, uint64_t seed, const std::string& revision,
+                                        const testbed::PlanOverride& gpu) {
   testbed::Options o;
   o.splits = splits;
   o.seed = seed;
+  o.plan = gpu;
   o.oracle = testbed::OracleChoice::kNaiveGpu;  // the bound's scales, at every size
   o.properties.add(testbed::Property::kPartlyVisiblePoison);
   PoisonCheck k;

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include <rapidcheck.h>
+
 #include "tests/gpu/gpu_testbed.h"
 #include "vattn/case/case.h"
 #include "vattn/fuzz/gen/gen_recipe.h"
@@ -17,9 +19,27 @@ namespace vattn::test {
 // split workspace stay a few GB on the device and generate in about a second on the host.
 GenBudget gpu_budget(const std::string& default_name);
 
+// Whether the revision under test has the test-only plan hook (kernels/vattn_abi.h): the in-tree
+// revisions do; a library run by hand may not, and its properties then keep this GPU's plan.
+bool plan_hook_under_test();
+
+// Another GPU's plan for a property case (testbed/plan.h), for a revision with the hook: the RTX
+// PRO 6000's (sms=188, one partial block an SM) a third of the time, the test GPU's SM count (132,
+// the revision's occupancy) a sixth, else 1..512 SMs with 0..32 blocks each. Shrinks toward the
+// RTX PRO 6000's. Without the hook: this GPU's plan.
+rc::Gen<testbed::PlanOverride> gen_gpu_plan(bool hook);
+// Tight plan limits for `r`: B, sum T_b and the largest T_b (at most `drafts_cap`) plus a little,
+// shrinking to exactly the case's, and a small max_splits (1..8 above the recipe's forced count).
+rc::Gen<Recipe::PlanLimits> gen_tight_limits(const Recipe& r, int drafts_cap);
+// gen_recipe(b) with the plan it runs on in the recipe itself, so the counterexample's line re-runs
+// it: another GPU's (sms=, sm_blocks=) when `hook`, and with `tight_limits` tight plan limits
+// (limits=, within the revision under test's capabilities).
+rc::Gen<Recipe> gen_planned_recipe(const GenBudget& b, bool hook, bool tight_limits);
+
 // Poisoned, forced-split run of a revision (default: the one under test) on its own
-// exactly-fitting limits.
-RunResult run_once(const Case& c, int splits, const std::string& revision = revision_under_test());
+// exactly-fitting limits, planned for the GPU `gpu` names (default: this one).
+RunResult run_once(const Case& c, int splits, const std::string& revision = revision_under_test(),
+                   const testbed::PlanOverride& gpu = {});
 
 // Prints the case line and the repro path of a failing verdict (the testbed wrote it).
 void note_failure(const KernelVerdict& v, const Case& c, const std::string& tag);
@@ -49,7 +69,8 @@ struct PoisonCheck {
                             // the poisoned case runs only after a clean run that is ok())
 };
 PoisonCheck check_partly_visible_poison(const Case& c, int splits, uint64_t seed,
-                                        const std::string& revision = revision_under_test());
+                                        const std::string& revision = revision_under_test(),
+                                        const testbed::PlanOverride& gpu = {});
 Case extract_request(const Case& c, int request);
 Case extract_head(const Case& c, int head);
 // A chain request of T drafts as T single-draft requests: draft i's earlier drafts become

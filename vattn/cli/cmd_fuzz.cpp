@@ -77,6 +77,10 @@ int cmd_fuzz(int argc, char** argv) {
       .option("mix-from", "DIR",
               "draw half of the cases shaped like the case files (*.h5) in DIR, e.g. captured traffic: their\n"
               "B, H, P_b, T_b and chain or tree, fitted into the budget (the shapes are kept in DIR/mix.json)")
+      .option("plan-variants", "on|off",
+              "draw the plans other GPUs would make (sms=, sm_blocks=; needs a revision with the test plan "
+              "hook, kernels/vattn_abi.h: a campaign stops at one without it)",
+              "on for GPU revisions, off for host:*")
       .option("gpus", "all|0,1,..", "GPU workers, one per GPU", "all")
       .option("workers", "N", "worker processes for a host:* target", "1")
       .option("threads", "N", "pool threads per worker (generation, CPU oracles)", "cores / workers - 1")
@@ -110,13 +114,19 @@ int cmd_fuzz(int argc, char** argv) {
     o.kernel = args.get("kernel");
     o.resume_dir = args.get("resume");
     if (o.kernel.empty() && o.resume_dir.empty()) throw UsageError("--kernel is required (or --resume DIR)");
-    if (!o.resume_dir.empty() && (args.has("seed") || args.has("budget") || args.has("out") || args.has("shard")))
+    if (!o.resume_dir.empty() &&
+        (args.has("seed") || args.has("budget") || args.has("out") || args.has("shard") || args.has("plan-variants")))
       throw UsageError(
-          "--resume keeps the campaign's seed, budget, shard and directory; leave --seed, --budget, --shard "
-          "and --out out");
+          "--resume keeps the campaign's seed, budget, shard, plan variants and directory; leave --seed, --budget, "
+          "--shard, --plan-variants and --out out");
     if (!o.resume_dir.empty() && args.has("mix-from"))
       throw UsageError("--resume keeps the campaign's mix (its mix.json); leave --mix-from out");
     o.mix_from = args.get("mix-from");
+    if (args.has("plan-variants")) {
+      const std::string pv = args.get("plan-variants");
+      if (pv != "on" && pv != "off") throw UsageError("--plan-variants must be on or off (got '" + pv + "')");
+      o.plan_variants = pv == "on" ? 1 : 0;
+    }
     if (args.has("shard")) parse_shard(args.get("shard"), o);
     o.ledger = args.get("ledger");
     o.report = !args.has("no-report");
@@ -155,6 +165,8 @@ int cmd_fuzz(int argc, char** argv) {
       throw UsageError("--recipe runs one case; it does not go with --resume");
     if (!recipe.empty() && !o.mix_from.empty())
       throw UsageError("--recipe runs one case; it does not go with --mix-from (which shapes a campaign's stream)");
+    if (!recipe.empty() && args.has("plan-variants"))
+      throw UsageError("--plan-variants chooses a campaign's stream; --recipe runs the plan its line names");
 #if !VATTN_HAVE_CUDA
     if (!o.kernel.empty() && o.kernel.rfind("host:", 0) != 0) {
       std::fprintf(stderr, "vattn fuzz: --kernel %s: %s; only host:* targets run\n", o.kernel.c_str(), kNoCuda);

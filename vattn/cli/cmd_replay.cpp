@@ -107,7 +107,7 @@ class Replayer {
     if (!bad_input.empty())
       std::printf("%-28s note: non-finite input at %s (legal; the oracle's output is NaN/Inf wherever it is read)\n",
                   printable(c.name).c_str(), printable(bad_input).c_str());
-    const size_t before = rows_.size();
+    const size_t before = rows_.size(), unusable_before = unusable_.size();
     for (const auto& o : c.outputs) {
       if (!only_producer_.empty() && o.producer != only_producer_) continue;
       ReplayRow row{source, c.name, c.recipe, o.producer, RowKind::kStored, {}};
@@ -120,13 +120,19 @@ class Replayer {
       }
       emit(std::move(row));
     }
-    const ReplayContext ctx{c, ref64, bf16, refs, splits_override_ >= 0 ? splits_override_ : forced_splits_of(c)};
+    const int splits = splits_override_ >= 0 ? splits_override_ : forced_splits_of(c);
+    const ReplayContext ctx{c, ref64, bf16, refs, splits, testbed::case_plan_of_line(c.recipe)};
     for (const auto& p : from_recipe ? recipe_live_ : file_live_) {
       if (!p->unavailable_reason().empty()) continue;
       if (!only_producer_.empty() && p->name() != only_producer_) continue;
       ReplayRow row{source, c.name, c.recipe, p->name(), RowKind::kLive, {}};
       try {
         row.report = p->check(ctx);
+      } catch (const InputError& e) {  // asked for what it cannot do (another GPU's plan, ...): not a result
+        const std::string what = source + ": case '" + c.name + "': " + p->name() + ": " + e.what();
+        std::fprintf(stderr, "vattn replay: %s\n", printable(what).c_str());
+        unusable_.push_back({{"input", source}, {"case", c.name}, {"message", what}});
+        continue;
       } catch (const CaseNotSupported& e) {
         std::printf("%-28s %-28s %-6s (%s)\n", printable(c.name).c_str(), printable(p->name()).c_str(), "SKIP",
                     printable(e.what()).c_str());
@@ -140,6 +146,7 @@ class Replayer {
       }
       emit(std::move(row));
     }
+    if (unusable_.size() != unusable_before) return;  // said why above
     if (rows_.size() == before && !only_producer_.empty()) {
       const std::string what = source + ": case '" + c.name + "': no producer '" + only_producer_ +
                                "' (neither stored with the case nor a live producer that runs here)";
@@ -370,7 +377,9 @@ Args replay_args() {
       .option("case", "NAME", "replay only this case of each file (a file without it is an error)")
       .option("recipe", "LINE",
               "generate the case from its one-line recipe and replay it; the bf16-emulating reference "
-              "is compared as its producer")
+              "is compared as its producer. The kernel runs as the line says: splits=, the plan limits "
+              "limits=R/Q/T/S, and sms=/sm_blocks= (another GPU's plan; refused by a revision without "
+              "the test plan hook). A case file's recipe line is honoured the same way")
       .option("json", "OUT",
               "also write a machine-readable report (docs/reports.md); '-': to stdout, the table then goes to stderr")
       .flag("quiet", "print failures and the summary only (no PASS rows, no progress line)")

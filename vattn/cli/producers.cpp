@@ -38,8 +38,13 @@ class KernelProducer : public LiveProducer {
   std::string unavailable_reason() const override { return has_gpu_ ? "" : "no CUDA device"; }
   CompareReport check(const ReplayContext& ctx) override {
     testbed::CaseResult r;
+    if (ctx.plan.limits.set() && ctx.forced_splits > ctx.plan.limits.max_splits) {
+      throw InputError("", "", "--splits",
+                       std::to_string(ctx.forced_splits) + " splits exceed the recipe's plan limits (max_splits " +
+                           std::to_string(ctx.plan.limits.max_splits) + ")");
+    }
     try {
-      r = testbed::replay_kernel(rev_, ctx.c, ctx.forced_splits, ctx.refs);
+      r = testbed::replay_kernel(rev_, ctx.c, ctx.forced_splits, ctx.refs, ctx.plan);
     } catch (const testbed::Unsupported& e) {
       throw CaseNotSupported(e.what());
     }

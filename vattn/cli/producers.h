@@ -16,6 +16,7 @@
 #include "vattn/case/case.h"
 #include "vattn/check/tolerance.h"
 #include "vattn/oracle/cpu_oracle.h"
+#include "vattn/testbed/plan.h"
 #include "vattn/testbed/verdict.h"
 
 namespace vattn::cli {
@@ -27,6 +28,7 @@ struct ReplayContext {
   const Reference& bf16ref;
   testbed::References refs;  // what every result is held to (ref64, and bf16ref as yardstick unless --oracle gpu)
   int forced_splits = 0;     // from the recipe's splits= (0: the kernel chooses)
+  testbed::CasePlan plan;    // from the recipe's limits=, sms= and sm_blocks= (unset: the kernel's own plan)
 };
 
 // Thrown by a producer that cannot handle this case (e.g. a shape beyond a kernel revision's
@@ -43,7 +45,8 @@ class LiveProducer {
   // "" when it can run here, else why not (replay prints "<name>: not run (<reason>)" once).
   virtual std::string unavailable_reason() const = 0;
   // Runs on the case and holds the result to ctx.refs (the report labelled "<name> vs <oracle>");
-  // throws on a failed run (counted as FAIL).
+  // throws on a failed run (counted as FAIL), InputError when the case asks for what this
+  // producer cannot honour (a plan the revision cannot make: the case is unusable for it).
   virtual CompareReport check(const ReplayContext& ctx) = 0;
 };
 

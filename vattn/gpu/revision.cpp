@@ -8,6 +8,8 @@
 
 extern "C" const vattn_revision* vattn_revision_split_v1(void);
 extern "C" const vattn_revision* vattn_revision_split_v2(void);
+extern "C" vattn_status vattn_revision_split_v1_test_plan_for(int sms, int blocks_per_sm);
+extern "C" vattn_status vattn_revision_split_v2_test_plan_for(int sms, int blocks_per_sm);
 
 namespace vattn {
 
@@ -19,7 +21,9 @@ Revision load_revision(const std::string& spec) {
       spec.find('/') != std::string::npos || (spec.size() > 3 && spec.substr(spec.size() - 3) == ".so");
   if (!is_path) {
     if (spec == VATTN_REVISION_SPLIT_V1 || spec == VATTN_REVISION_SPLIT_V2) {
-      r.api = spec == VATTN_REVISION_SPLIT_V1 ? vattn_revision_split_v1() : vattn_revision_split_v2();
+      const bool v1 = spec == VATTN_REVISION_SPLIT_V1;
+      r.api = v1 ? vattn_revision_split_v1() : vattn_revision_split_v2();
+      r.plan_for = v1 ? vattn_revision_split_v1_test_plan_for : vattn_revision_split_v2_test_plan_for;
       r.origin = "built-in";
       return r;
     }
@@ -44,6 +48,7 @@ Revision load_revision(const std::string& spec) {
                      "revision speaks ABI version " + std::to_string(r.api ? r.api->abi_version : -1) +
                          ", the suite speaks " + std::to_string(VATTN_ABI_VERSION));
   }
+  r.plan_for = reinterpret_cast<vattn_test_plan_for_fn>(dlsym(h, VATTN_TEST_PLAN_FOR_SYMBOL));  // optional
   r.origin = spec;
   return r;
 }

@@ -113,6 +113,8 @@ Testbed::Testbed(Revision rev, const vattn_limits& limits)
 
 Observation Testbed::run(DeviceCase& dc, const Case& c, const Options& options) {
   KernelRunner& runner = *runner_;
+  // Before anything runs: a plan the revision cannot make refuses the case.
+  const ScopedPlan plan(runner.revision().plan_for, options.plan, runner.revision().describe());
   Observation obs;
   obs.options = options;
   obs.options.inject = nullptr;
@@ -260,22 +262,33 @@ void write_evidence(const Case& c, const Observation& obs, Outcome& outcome, con
 }
 
 CaseResult run_and_verify(const Revision& rev, const Case& c, const Options& options, const std::string& label,
-                          int plan_splits, const References* refs) {
-  const std::string beyond = beyond_capabilities(rev, c);
+                          int plan_splits, const References* refs, const Recipe::PlanLimits& limits) {
+  std::string beyond = beyond_capabilities(rev, c);
+  const vattn_limits plan =
+      limits.set() ? plan_limits(limits, c.num_heads) : limits_for(c, std::max(options.splits, plan_splits));
+  if (beyond.empty() && limits.set()) {
+    vattn_caps caps{};
+    if (rev.api->capabilities(&caps) == VATTN_OK) beyond = limits_beyond(caps, plan);
+    if (!beyond.empty()) beyond = "the recipe's plan limits: " + beyond;
+  }
   if (!beyond.empty()) throw Unsupported(beyond);
   DeviceCase dc(c);
-  Testbed tb(rev, limits_for(c, std::max(options.splits, plan_splits)));
+  Testbed tb(rev, plan);
   CaseResult r;
   r.obs = tb.run(dc, c, options);
   r.outcome = verify(c, r.obs, label, refs);
   return r;
 }
 
-CaseResult replay_kernel(const Revision& rev, const Case& c, int forced_splits, const References& refs) {
+CaseResult replay_kernel(const Revision& rev, const Case& c, int forced_splits, const References& refs,
+                         const CasePlan& plan) {
   Options o;
   o.splits = forced_splits;
   o.oracle = OracleChoice::kGiven;
-  return run_and_verify(rev, c, o, "kernel:" + rev.name(), 16, &refs);
+  o.plan = plan.gpu;
+  std::string label = "kernel:" + rev.name();
+  if (plan.gpu.set()) label += " " + plan.gpu.describe();
+  return run_and_verify(rev, c, o, label, 16, &refs, plan.limits);
 }
 
 }  // namespace vattn::testbed

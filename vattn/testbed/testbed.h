@@ -25,6 +25,7 @@
 #include "vattn/gpu/device_case.h"
 #include "vattn/gpu/kernel_runner.h"
 #include "vattn/gpu/revision.h"
+#include "vattn/testbed/plan.h"
 #include "vattn/testbed/property.h"
 #include "vattn/testbed/verdict.h"
 
@@ -64,6 +65,10 @@ constexpr unsigned char kFaultedOutputFill = 0x3f;
 
 struct Options {
   int splits = 0;  // forced split count (0: the revision chooses)
+  // The GPU the revision plans for (plan.h): set around every kernel run of the case, the
+  // properties' extra runs included, and reset after. Set, on a revision without the test plan
+  // hook: run() throws InputError (field "sms") and runs nothing.
+  PlanOverride plan;
   OracleChoice oracle = OracleChoice::kBySize;
   Properties properties;  // checked besides the run and the oracle comparison
   uint64_t seed = 0;      // picks the poisoned draft (kPartlyVisiblePoison)
@@ -133,18 +138,21 @@ std::string fp32_partials_problem(const Observation& obs);
 void write_evidence(const Case& c, const Observation& obs, Outcome& outcome, const std::string& path,
                     const std::string& target, const std::string& note, const References* refs = nullptr);
 
-// One revision on one case on a plan fitted to it (room for max(splits, plan_splits) splits):
-// initialize, run and verify in one call. Throws Unsupported when the case is beyond the
-// revision's capabilities.
+// One revision on one case, initialize, run and verify in one call, on the plan limits given
+// (`limits` set: a recipe's limits=, with the case's head count) or else on limits fitted to the
+// case with room for max(splits, plan_splits) splits. Throws Unsupported when the case (or the
+// limits) are beyond the revision's capabilities, InputError as Testbed::run() does.
 struct CaseResult {
   Observation obs;
   Outcome outcome;
 };
 CaseResult run_and_verify(const Revision& rev, const Case& c, const Options& options, const std::string& label,
-                          int plan_splits, const References* refs = nullptr);
+                          int plan_splits, const References* refs = nullptr, const Recipe::PlanLimits& limits = {});
 
 // What `vattn replay --kernel` runs for each case: the revision with the forced split count
-// (0: its own choice), held to the references replay computed; no property beyond the run.
-CaseResult replay_kernel(const Revision& rev, const Case& c, int forced_splits, const References& refs);
+// (0: its own choice) on the plan the case's recipe asks for (plan limits, another GPU's plan;
+// case_plan_of_line()), held to the references replay computed; no property beyond the run.
+CaseResult replay_kernel(const Revision& rev, const Case& c, int forced_splits, const References& refs,
+                         const CasePlan& plan = {});
 
 }  // namespace vattn::testbed

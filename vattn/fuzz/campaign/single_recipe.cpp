@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kernels/vattn_abi.h"
 #include "vattn/case/case.h"
 #include "vattn/fuzz/campaign/supervisor.h"
 #include "vattn/fuzz/campaign/supervisor_util.h"
@@ -67,6 +68,19 @@ int run_single_recipe(const CampaignOptions& options, const std::string& recipe_
       last = Clock::now();
       const std::string ev = m.value("ev", "");
       if (ev == "ready") {
+        if (recipe.sms != 0 && !m.value("plan_hook", false)) {
+          // It would run with this GPU's plan, not the one the line names.
+          proc.stop(2.0);
+          std::error_code ec;
+          fs::remove_all(tmp, ec);
+          std::fprintf(stderr,
+                       "vattn fuzz: --recipe asks for the plan of another GPU (sms=%d), and %s (%s) has no test plan "
+                       "hook (" VATTN_TEST_PLAN_FOR_SYMBOL
+                       ", kernels/vattn_abi.h) to run it; leave sms= and "
+                       "sm_blocks= out of the line to run it with this GPU's plan\n",
+                       recipe.sms, options.kernel.c_str(), printable(m.value("target", std::string("?"))).c_str());
+          return 2;
+        }
         ready = true;
         send_message(
             proc.command_fd(),

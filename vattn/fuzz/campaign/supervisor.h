@@ -26,6 +26,10 @@ struct CampaignOptions {
   std::string ledger;    // --ledger FILE: known, tolerated findings (campaign/ledger.h)
   std::string mix_from;  // --mix-from DIR: captured case files whose shapes take a share of the stream
   std::string budget = "large";
+  // --plan-variants: whether the stream draws the plans other GPUs would make (recipe keys sms,
+  // sm_blocks), which only a revision with the test plan hook can run: 1 on, 0 off, -1 not given
+  // (on for GPU targets, off for host targets). A resumed campaign keeps its own.
+  int plan_variants = -1;
   std::string gpus = "all";       // GPU targets: all | 0,1,...
   int workers = 1;                // host targets: worker processes
   int threads = 0;                // pool threads per worker (0: cores / workers - 1)

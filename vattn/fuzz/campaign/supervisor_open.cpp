@@ -102,7 +102,7 @@ void Supervisor::open_campaign() {
   sc.seed = opt_.seed;
   sc.budget = opt_.budget;
   sc.device_variants = !is_host_target(opt_.kernel);
-  sc.plan_variants = sc.device_variants;
+  sc.plan_variants = opt_.plan_variants < 0 ? sc.device_variants : opt_.plan_variants == 1;
   if (!opt_.mix_from.empty()) {
     json doc = mix_to_json(mix);
     doc["created"] = utc_now();

@@ -25,9 +25,11 @@ void Supervisor::outcome(Slot& s, const InFlight& f, Verdict v) {
 
 void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
   if (v.verdict == "input-error") {
-    // A recipe of the stream that does not generate is a bug of the suite, not of the kernel.
+    // A recipe of the stream that does not generate, or asks the target for what it cannot do
+    // (run parameters beyond it), is a bug of the suite, not of the kernel.
     ++suite_errors_;
-    say("[" + s.label + "] case " + std::to_string(f.index) + " could not be generated: " + printable(v.detail));
+    say("[" + s.label + "] case " + std::to_string(f.index) + " could not be " +
+        (v.check == "run parameters" ? "run as described: " : "generated: ") + printable(v.detail));
   }
   done_.insert(f.index);
   ++cases_total_;

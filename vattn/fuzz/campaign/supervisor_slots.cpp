@@ -16,6 +16,7 @@
 
 #include <sys/wait.h>
 
+#include "kernels/vattn_abi.h"
 #include "vattn/fuzz/campaign/supervisor_internal.h"
 
 namespace vattn::fuzz::supervisor_detail {
@@ -191,6 +192,17 @@ void Supervisor::pump(Slot& s) {
 void Supervisor::handle(Slot& s, const json& m) {
   const std::string ev = m.value("ev", "");
   if (ev == "ready") {
+    if (stream_->config().plan_variants && !m.value("plan_hook", false)) {
+      // Its cases would run with this GPU's plan, not the one they name: stop before any runs.
+      fatal_reason_ = "the case stream draws other GPUs' plans (sms=, sm_blocks=), and " + opt_.kernel + " (" +
+                      m.value("target", std::string("?")) +
+                      ") has no test plan hook (" VATTN_TEST_PLAN_FOR_SYMBOL
+                      ", kernels/vattn_abi.h) to run them; pass --plan-variants off to fuzz it with its own plan only";
+      fatal_usage_ = true;
+      stopping_ = true;
+      stop_reason_ = "the target cannot run the stream's plans";
+      return;
+    }
     s.ready = true;
     s.startup_failures = 0;
     for (Finding* f : findings_->all()) send_message(s.proc.command_fd(), {{"op", "known"}, {"sig", f->signature}});

@@ -5,7 +5,8 @@
 //   {"op":"repro","recipe":LINE,"repro":PATH}            write a repro (inputs + oracle) without running the target
 //   {"op":"quit"}
 // worker -> supervisor (a dedicated pipe, fd kReportFd in the worker; its stdout/stderr go to a log):
-//   {"ev":"ready","target":NAME,"device":TEXT}           once, after the target loaded
+//   {"ev":"ready","target":NAME,"device":TEXT,           once, after the target loaded; plan_hook: it can
+//    "plan_hook":BOOL,...}                                run other GPUs' plans (recipe keys sms, sm_blocks)
 //   {"ev":"fatal","reason":TEXT}                          the target cannot run at all (exit follows)
 //   {"ev":"start","index":N}                              before the code under test runs on case N
 //   {"ev":"hb","busy":N}                                  heartbeat, several times a second

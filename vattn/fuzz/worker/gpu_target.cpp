@@ -9,12 +9,14 @@
 
 #include <cuda_runtime.h>
 
+#include "vattn/fuzz/worker/runner_cache.h"
 #include "vattn/gpu/cuda_check.h"
 #include "vattn/gpu/device_case.h"
 #include "vattn/gpu/kernel_runner.h"
 #include "vattn/gpu/naive_runner.h"
 #include "vattn/gpu/revision.h"
 #include "vattn/gpu/staged_upload.h"
+#include "vattn/testbed/plan.h"
 #include "vattn/testbed/repro.h"
 #include "vattn/testbed/testbed.h"
 
@@ -48,6 +50,7 @@ class GpuTarget : public Target {
   }
   std::string device() const override { return device_; }
   bool device_variants() const override { return true; }
+  bool plan_hook() const override { return rev_.plan_for != nullptr; }
 
   // The inputs go up on the pool thread that generated the case, through a staging stream of
   // its own, while the main thread runs other cases. A relocated pool (a few percent of cases,
@@ -87,17 +90,44 @@ class GpuTarget : public Target {
   }
 
  private:
-  KernelRunner& runner_for(int heads) {
-    auto it = runners_.find(heads);
-    if (it != runners_.end()) return it->second;
-    // Planned once per head count at the stream's limits, then reused: what a server does.
-    vattn_limits l{};
-    l.max_requests = envelope_.max_batch;
-    l.max_total_drafts = envelope_.max_total_drafts;
-    l.max_drafts_per_request = envelope_.max_drafts;
-    l.num_heads = heads;
-    l.max_splits = std::max(1, envelope_.max_splits);
-    return runners_.emplace(heads, KernelRunner(rev_, l)).first->second;
+  KernelRunner& runner_for(const Case& c, const Recipe& r) {
+    const vattn_limits l = target_limits(r, envelope_, c.num_heads);
+    if (!r.limits.set()) {
+      // Planned once per head count at the stream's limits, then reused: what a server does.
+      auto it = runners_.find(c.num_heads);
+      if (it != runners_.end()) return it->second;
+      return runners_.emplace(c.num_heads, KernelRunner(rev_, l)).first->second;
+    }
+    // The recipe's own limits: one plan per (heads, limits), the least recently used dropped.
+    return recipe_runners_.get(limits_key(l), [&] { return recipe_runner(l); });
+  }
+
+  // A plan at a recipe's limits. Limits the revision declares it cannot plan, or whose workspace
+  // the device cannot hold, are the recipe's problem (InputError: nothing runs); limits within
+  // its capabilities that workspace_size() refuses are the revision's.
+  KernelRunner recipe_runner(const vattn_limits& l) {
+    vattn_caps caps{};
+    if (rev_.api->capabilities(&caps) == VATTN_OK) {
+      const std::string beyond = testbed::limits_beyond(caps, l);
+      if (!beyond.empty())
+        throw InputError("", "", "limits", "the plan limits are beyond the revision's capabilities: " + beyond);
+    }
+    size_t bytes = 0;
+    const vattn_status st = rev_.api->workspace_size(&l, &bytes);
+    if (st != VATTN_OK) {
+      throw std::runtime_error(
+          std::string("workspace_size() refuses plan limits within the revision's capabilities: ") +
+          rev_.api->status_string(st));
+    }
+    // Half of what is free: the case, the naive oracle and the properties' runs need the rest.
+    size_t free_bytes = 0, total_bytes = 0;
+    VATTN_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (bytes > free_bytes / 2) {
+      throw InputError("", "", "limits",
+                       "the plan limits need a workspace of " + std::to_string(bytes >> 20) + " MiB; the device has " +
+                           std::to_string(free_bytes >> 20) + " MiB free");
+    }
+    return KernelRunner(rev_, l);
   }
 
   testbed::FaultPlan inject(DeviceCase& dc, const Case& c, const Recipe& r, const vattn_limits& limits) {
@@ -137,6 +167,7 @@ class GpuTarget : public Target {
     testbed::Options o;
     o.splits = r.splits;
     o.seed = r.seed;
+    o.plan = testbed::case_plan(r).gpu;
     const bool faulted = r.fault != "none";
     // Large work, a relocated pool or a planted fault: the naive GPU oracle, which reads the case
     // as it is on the device.
@@ -160,7 +191,7 @@ class GpuTarget : public Target {
   }
 
   Check run_on_device(const Case& c, const Recipe& r, std::shared_ptr<DeviceCase> dc) {
-    testbed::Testbed tb(runner_for(c.num_heads));
+    testbed::Testbed tb(runner_for(c, r));
     if (!dc) {
       Phase p(upload_s_);
       dc = std::make_shared<DeviceCase>(c);
@@ -204,7 +235,9 @@ class GpuTarget : public Target {
   Revision rev_;
   GenBudget envelope_;
   std::string device_;
-  std::map<int, KernelRunner> runners_;
+  static constexpr size_t kRecipeRunners = 32;  // plans at recipes' own limits kept at once
+  std::map<int, KernelRunner> runners_;         // at the stream's limits, by head count
+  LruCache<LimitsKey, KernelRunner> recipe_runners_{kRecipeRunners};
 };
 
 }  // namespace

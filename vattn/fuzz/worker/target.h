@@ -44,6 +44,10 @@ class Target {
   virtual std::string device() const = 0;  // "host", or the GPU's name
   // Whether the stream may draw device-side variants (slot_base, fault) for this target.
   virtual bool device_variants() const = 0;
+  // Whether it can run a case as another GPU would plan it (recipe keys sms, sm_blocks): a
+  // revision with the test-only plan hook (kernels/vattn_abi.h). The worker's ready message
+  // says it; a campaign whose stream draws such plans stops at a target without it.
+  virtual bool plan_hook() const { return false; }
   // Phase zero (see above): its result goes to run(); nullptr when there is nothing to prepare
   // or it failed (run() then does the work itself). Must not throw.
   virtual std::shared_ptr<void> prepare(const Case& c, const Recipe& r) noexcept {

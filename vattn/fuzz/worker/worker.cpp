@@ -176,6 +176,7 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
                {"device", target->device()},
                {"threads", threads},
                {"device_variants", target->device_variants()},
+               {"plan_hook", target->plan_hook()},
                {"pid", static_cast<int64_t>(::getpid())}});
 
   Pool pool(threads);
@@ -269,6 +270,17 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
     } catch (const DeviceLost& e) {
       report.send({{"ev", "crash"}, {"index", job->index}, {"what", std::string(e.what())}});
       ::_exit(70);  // the device context is gone: nothing more can run in this process
+    } catch (const InputError& e) {
+      // The recipe asks for what this target cannot do as described (another GPU's plan without
+      // the plan hook, plan limits beyond the revision or the device): nothing ran.
+      const std::string what = e.what();
+      check = [what](const ReproRequest&) {
+        Verdict v;
+        v.verdict = "input-error";
+        v.check = "run parameters";
+        v.detail = what;
+        return v;
+      };
     } catch (const std::exception& e) {
       const std::string what = e.what();
       check = [what](const ReproRequest&) {
