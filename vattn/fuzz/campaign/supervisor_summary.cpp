@@ -24,14 +24,14 @@ json Span::to_json() const {
 
 namespace {
 
-// "001 hang: deadline passed: run 4, 2 shrink steps": what an investigator is doing now.
+// "001 hang: deadline passed: shrinking, run 4, 2 step(s)": what an investigator is doing now.
 std::string investigation_state(const Slot& iv) {
   if (!iv.inv) return "";
-  std::string s = iv.inv_finding->id + " " + printable(iv.inv_finding->signature) + ": ";
+  const std::string s = iv.inv_finding->id + " " + printable(iv.inv_finding->signature) + ": ";
   if (iv.inv->done()) return s + "writing its repro files";
-  s += "run " + std::to_string(iv.inv->runs() + 1);
-  if (iv.inv->runs() > 0) s += ", " + std::to_string(iv.inv->steps()) + " shrink step(s)";
-  return s;
+  if (!iv.inv->confirmed()) return s + "confirming in a fresh worker";
+  return s + "shrinking, run " + std::to_string(iv.inv->runs() + 1) + ", " + std::to_string(iv.inv->steps()) +
+         " step(s)";
 }
 
 // Cases per second over the last ten seconds of samples (the progress line's), or over the run.
@@ -77,8 +77,10 @@ void Supervisor::progress_line(bool force) {
   for (auto& s : slots_) {
     std::snprintf(buf, sizeof buf, " | %s %.1f/s", s->label.c_str(), recent_rate(*s, e));
     os << buf;
-    const std::string inv = investigation_state(investigator_of(*s));
+    const Slot& iv = investigator_of(*s);
+    const std::string inv = investigation_state(iv);
     if (!inv.empty()) os << ", investigating " << inv;
+    if (!inv.empty() && iv.inflight.empty() && investigator_yields(iv)) os << " (waiting for its share)";
   }
   if (!waiting_.empty()) os << " | " << waiting_.size() << " finding(s) waiting";
   std::fprintf(stderr, "\r\033[K%s", os.str().c_str());
