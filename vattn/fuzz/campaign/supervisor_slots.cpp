@@ -180,9 +180,16 @@ void Supervisor::dispatch(Slot& s) {
 }
 
 bool Supervisor::investigator_yields(const Slot& s) const {
-  // Within its share of the time since the investigation began, while the stream has cases; with
-  // none left (the campaign waits for it) it runs flat out.
-  return stream_has_cases() && s.busy_s > opt_.investigation_share * since(s.inv_started);
+  // Within its share of the time since the investigation began, while the stream has cases. It runs
+  // flat out when the campaign only waits for it: no cases left, or --stop-after-findings reached
+  // once the findings being investigated are confirmed.
+  if (!stream_has_cases()) return false;
+  if (opt_.stop_after_findings > 0) {
+    int64_t found = 0;
+    for (const Finding* f : new_this_run_) found += raised(*f) ? 1 : 0;
+    if (found >= opt_.stop_after_findings) return false;
+  }
+  return s.busy_s > opt_.investigation_share * since(s.inv_started);
 }
 
 void Supervisor::dispatch_investigation(Slot& s) {
