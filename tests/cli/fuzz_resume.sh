@@ -11,9 +11,10 @@
 #                  another --kernel, a --seed, and a directory that holds no campaign.
 #   interrupt      the same campaign stopped with SIGINT: exit 0, an end line and a summary that say
 #                  "interrupted", no worker left; --resume completes it, each index once.
-#   investigating  host:faulty:hang@P=77 killed (SIGKILL) while it shrinks its finding: --resume
-#                  finishes the campaign with still one finding directory (no second one for the same
-#                  signature), whose count equals the journal's case lines that carry its id.
+#   investigating  host:faulty:hang@P=298 killed (SIGKILL) while it confirms its finding, the stream
+#                  running beside it (case lines after the finding line): --resume finishes the
+#                  campaign and the investigation, with still one finding directory (no second one for
+#                  the same signature), whose count equals the journal's case lines that carry its id.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/fuzz_lib.sh"
 mode=$2
@@ -25,10 +26,10 @@ start_campaign() {
   sup=$!
   echo "started: vattn fuzz $* (pid $sup)"
 }
-# wait_for TEXT COUNT: until the journal has COUNT lines containing TEXT (30 s at most), or the
-# supervisor ended.
+# wait_for TEXT COUNT [SECONDS]: until the journal has COUNT lines containing TEXT (SECONDS, 30 by
+# default, at most), or the supervisor ended.
 wait_for() {
-  for _ in $(seq 600); do
+  for _ in $(seq $((${3:-30} * 20))); do
     [ "$(grep -c -- "$1" "$d/journal.jsonl" 2>/dev/null)" -ge "$2" ] 2>/dev/null && return 0
     kill -0 $sup 2>/dev/null || return 1
     sleep 0.05
@@ -192,19 +193,23 @@ PY
   kept_journal
   ;;
 investigating)
-  # Seed 7: case 2 has P_b = 77 and hangs; the kill comes while its investigation runs.
-  start_campaign --kernel host:faulty:hang@P=77 "${small[@]}" --cases 40 --seed 7 --out "$d"
-  wait_for '"t":"finding"' 1 || fail "no finding line"
+  # Seed 12: case 1395 is the stream's only case with P_b = 298 (in its first 80000); it hangs. The
+  # kill comes while its investigation (a second worker) confirms it and the stream runs on.
+  start_campaign --kernel host:faulty:hang@P=298 "${small[@]}" --cases 5000 --seed 12 --out "$d"
+  wait_for '"t":"finding"' 1 90 || fail "no finding line"  # 1395 cases first: longer on a loaded machine
   sleep 1
   note_workers
-  killed_mid_campaign 40
+  killed_mid_campaign 5000
   grep -q '"t":"finding-done"' "$d/journal.jsonl" && fail "the investigation had ended before the kill"
+  beside=$(sed -n '/"t":"finding"/,$p' "$d/journal.jsonl" | grep -c '"t":"case"')
+  [ "$beside" -ge 1 ] && echo "ok: the stream ran $beside case(s) while the finding was investigated" ||
+    fail "no case line after the finding line: the investigation stopped the stream"
   workers_gone
   fuzz resume --resume "$d" --case-timeout 2 --heartbeat-timeout 5
   want_rc resume 1
-  has resume out "vattn fuzz: 40 cases, 1 finding"
-  check journal "$d" --cases 40 --runs 2 --end --findings 1
-  check summary "$d" --cases 40 --findings 1
+  has resume out "vattn fuzz: 5000 cases, 1 finding"
+  check journal "$d" --cases 5000 --runs 2 --end --findings 1
+  check summary "$d" --cases 5000 --findings 1
   kept_journal
   python3 - "$d" <<'PY' || fail "the finding after --resume"
 import json, os, sys
@@ -223,8 +228,8 @@ else:
         bad.append(f"count {j.get('count')} but {len(hits)} case lines carry f=001")
     if any(l.get("v") != "hang" for l in lines if l["t"] == "case" and l["v"] != "pass"):
         bad.append("a failed case line that is not a hang")
-    if j.get("state") not in ("interrupted", "done"):
-        bad.append(f"state {j.get('state')!r}")
+    if j.get("state") != "done" or not (j.get("investigation") or {}).get("confirmed"):
+        bad.append(f"state {j.get('state')!r}, investigation {j.get('investigation')}: the resumed run did not finish it")
     print(f"finding 001-hang after --resume: count {j.get('count')}, state {j.get('state')}")
 for b in bad:
     print("FAIL: " + b)

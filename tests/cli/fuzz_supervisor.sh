@@ -14,6 +14,9 @@
 #   duplicates  host:faulty:wrong@H=8 (a third of the cases), two workers: one finding whose count
 #               equals the journal's case lines that carry its id, and is > 1
 #   clean       host:bf16-reference: exit 0, no findings, every case line "pass", summary.json
+#   unconfirmed host:faulty:crash-once@T=17 (a crash on a recipe's first run only): the crash's
+#               directory is written, but the fresh worker's re-run passes: not confirmed, no finding,
+#               exit 0; the summary lists it as unconfirmed and the closing line says so
 #   stop        host:faulty:wrong@H=3, --cases 100000 --stop-after-findings 1: the campaign stops
 #               once its finding is confirmed and shrunk (exit 1), long before the 100000 cases
 #   usage       bad targets, rules, options and recipes, a GPU revision with no GPU: exit 2, saying why
@@ -157,6 +160,30 @@ clean)
   check journal "$d" --cases 40 --verdict pass --runs 1 --end --findings 0
   check summary "$d" --cases 40 --findings 0 --this-run 40
   ;;
+unconfirmed)
+  d=$tmp/campaign
+  export VATTN_FAULTY_STATE=$tmp/faulty-state  # where crash-once marks the recipes it crashed on
+  mkdir -p "$VATTN_FAULTY_STATE"
+  fuzz once --kernel host:faulty:crash-once@T=17 "${small[@]}" --cases 60 --seed 3 --out "$d"
+  want_rc once 0
+  has once out "vattn fuzz: 60 cases, 0 findings; 1 not confirmed (no finding)"
+  has once out "[001] crash: signal 11 (SIGSEGV)"
+  has once out "(NOT CONFIRMED)"
+  check finding "$d" --class crash --sig SIGSEGV --first-has T=17 --files repro.h5
+  check journal "$d" --cases 60 --runs 1 --end --findings 1
+  python3 - "$d" <<'PY' || fail "the unconfirmed crash in finding.json and summary.json"
+import glob, json, sys
+d = sys.argv[1]
+f = json.load(open(glob.glob(d + "/findings/001-crash/finding.json")[0]))
+s = json.load(open(d + "/summary.json"))
+inv = f.get("investigation") or {}
+ok = inv.get("confirmed") is False and inv.get("stop_reason", "").startswith("not confirmed: a fresh worker") \
+    and s.get("unconfirmed") == ["001"]
+print(("ok: " if ok else "FAIL: ") + f"not confirmed: {inv.get('stop_reason')}; summary unconfirmed {s.get('unconfirmed')}")
+sys.exit(0 if ok else 1)
+PY
+  unset VATTN_FAULTY_STATE
+  ;;
 usage)
   u=$tmp/u
   # expect CODE NAME TEXT -- ARGS...: `vattn fuzz ARGS` exits CODE, stderr has TEXT, no summary.
@@ -178,6 +205,10 @@ usage)
   expect 2 bad-value "host:faulty rule 'crash@T=x': 'x' is not a whole number" -- \
     --kernel host:faulty:crash@T=x "${small[@]}" --cases 5 --out "$u/4"
   expect 2 no-rules "host:faulty: no rules after ':'" -- --kernel host:faulty: "${small[@]}" --cases 5 --out "$u/5"
+  expect 2 once-no-state "host:faulty rule 'oom-once@P=1' needs VATTN_FAULTY_STATE=DIR" -- \
+    --kernel host:faulty:oom-once@P=1 "${small[@]}" --cases 5 --out "$u/12"
+  expect 2 share "--investigation-share must be in (0, 1] (got 0)" -- --kernel host:bf16-reference \
+    --investigation-share 0 --cases 5 --out "$u/13"
   expect 2 budget "--budget must be small, medium or large (got 'huge')" -- \
     --kernel host:bf16-reference --budget huge --cases 5 --out "$u/6"
   expect 2 hours "--hours must be > 0 (got 0)" -- --kernel host:bf16-reference --hours 0 --out "$u/7"

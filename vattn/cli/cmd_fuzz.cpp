@@ -58,7 +58,8 @@ int cmd_fuzz(int argc, char** argv) {
             "An overnight fuzz campaign against one kernel revision. A supervisor that never touches CUDA\n"
             "hands generated cases (campaign seed + case index -> one recipe) to one worker process per GPU;\n"
             "a worker that crashes, hangs or is killed is replaced and the case it was running becomes a\n"
-            "finding. Findings are de-duplicated by signature, confirmed in a fresh worker, shrunk, and\n"
+            "finding. Findings are de-duplicated by signature, confirmed in a fresh worker and shrunk beside\n"
+            "the stream (a second worker on the GPU, within --investigation-share of the time), and\n"
             "written to DIR/findings/NNN-<class>/ (finding.json, repro.h5, shrunk.h5, the command that\n"
             "re-runs it). DIR/journal.jsonl records every verdict as it comes: --resume DIR continues the\n"
             "same stream after a stop or a kill -9. Host targets (no GPU): host:bf16-reference, and\n"
@@ -88,7 +89,11 @@ int cmd_fuzz(int argc, char** argv) {
       .option("case-timeout", "SECONDS", "deadline floor per case (the deadline grows with the case's work)", "30")
       .option("heartbeat-timeout", "SECONDS", "a worker silent this long is taken as hung", "20")
       .option("max-shrink-runs", "N", "runs spent shrinking one finding", "400")
-      .option("max-shrink-seconds", "SECONDS", "time spent shrinking one finding", "900")
+      .option("max-shrink-seconds", "SECONDS", "time the investigating worker spends busy on one finding", "900")
+      .option("investigation-share", "F",
+              "share of the time a finding's investigation (a second worker per GPU, beside the stream) may be "
+              "busy while the stream has cases, in (0, 1]",
+              "0.33")
       .option("stop-after-findings", "N",
               "stop once N new findings are confirmed and shrunk (e.g. 1: is it broken at all?)")
       .flag("no-report", "do not write DIR/report.html at the end (vattn report DIR makes it later)")
@@ -156,6 +161,9 @@ int cmd_fuzz(int argc, char** argv) {
     if (!(o.case_timeout > 0) || !(o.heartbeat_timeout > 0)) throw UsageError("timeouts must be > 0 seconds");
     o.max_shrink_runs = static_cast<int>(args.get_int("max-shrink-runs", 400, 0, 1000000));
     o.max_shrink_seconds = args.get_double("max-shrink-seconds", 900);
+    o.investigation_share = args.get_double("investigation-share", 1.0 / 3);
+    if (!(o.investigation_share > 0) || o.investigation_share > 1)
+      throw UsageError("--investigation-share must be in (0, 1] (got " + args.get("investigation-share") + ")");
     if (args.has("stop-after-findings"))
       o.stop_after_findings = static_cast<int>(args.get_int("stop-after-findings", 0, 1, 1000000));
     recipe = args.get("recipe");

@@ -58,7 +58,7 @@ cudaError_t with_memory_wait(const std::string& what, size_t bytes, const std::f
 DeviceBuffer::DeviceBuffer(std::string name, size_t bytes) : name_(std::move(name)), bytes_(bytes) {
   // The user region starts 256-aligned (cudaMalloc aligns the base; the guard is a multiple).
   const size_t padded = (bytes + 255) / 256 * 256;
-  VATTN_CUDA(
+  VATTN_CUDA_ALLOC(
       with_memory_wait(name_, padded + 2 * kGuardBytes, [&] { return cudaMalloc(&base_, padded + 2 * kGuardBytes); }));
   user_ = base_ + kGuardBytes;
   VATTN_CUDA(cudaMemset(base_, kCanary, kGuardBytes));

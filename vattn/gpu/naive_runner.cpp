@@ -20,7 +20,7 @@ void run(const DeviceCase& dc, std::vector<float>& out, std::vector<float>& lse,
   a.abs_pv = abs_pv ? d_abs.as<float>() : nullptr;
   a.lse_scale = lse_scale ? d_scale.as<float>() : nullptr;
   // Its scratch is allocated inside (stream-ordered): a full device is waited out like any buffer's.
-  VATTN_CUDA(with_memory_wait("naive oracle scratch", 0, [&] { return naive_gpu_attention(a, nullptr); }));
+  VATTN_CUDA_ALLOC(with_memory_wait("naive oracle scratch", 0, [&] { return naive_gpu_attention(a, nullptr); }));
   VATTN_CUDA(cudaDeviceSynchronize());
   out.resize(elems);
   lse.resize(rows);

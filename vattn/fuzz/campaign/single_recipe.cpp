@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `vattn fuzz --recipe LINE`: one case in a fresh worker, with the campaign's deadline floor, crash
-// and hang handling, but no campaign directory; prints the verdict (supervisor.h).
+// and hang handling and resource retries, but no campaign directory; prints the verdict (supervisor.h).
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +9,9 @@
 #include <string>
 #include <system_error>
 #include <vector>
+
+#include <optional>
+#include <thread>
 
 #include <poll.h>
 #include <sys/wait.h>
@@ -27,25 +31,22 @@ namespace fs = std::filesystem;
 using supervisor_detail::Clock;
 using supervisor_detail::cuda_error_check;
 using supervisor_detail::is_host_target;
+using supervisor_detail::kResourceBackoffS;
+using supervisor_detail::kResourceRetries;
 using supervisor_detail::since;
 using supervisor_detail::visible_gpus;
 
-int run_single_recipe(const CampaignOptions& options, const std::string& recipe_line, const std::string& repro_path) {
-  const Recipe recipe = Recipe::parse(recipe_line);  // InputError (field = the key) on a bad line
-  const std::string tmp = fs::temp_directory_path().string() + "/vattn-fuzz-" + std::to_string(::getpid());
-  fs::create_directories(tmp);
-  std::vector<std::string> argv{options.self_exe, "fuzz-worker",       "--kernel",  options.kernel, "--budget",
-                                options.budget,   "--envelope-recipe", recipe_line, "--threads",    "1"};
-  std::map<std::string, std::string> env;
-  if (!is_host_target(options.kernel)) {
-    const auto gpus = visible_gpus();
-    if (gpus.empty()) {
-      std::fprintf(stderr, "vattn fuzz: no CUDA device is visible; %s needs one\n", options.kernel.c_str());
-      return 2;
-    }
-    env["CUDA_VISIBLE_DEVICES"] = gpus.front();
-  }
-  std::signal(SIGPIPE, SIG_IGN);
+namespace {
+
+// The case in one fresh worker: its verdict, or the exit code when it could not run at all.
+struct Attempt {
+  std::optional<Verdict> verdict;
+  int exit_code = 0;
+};
+
+Attempt run_once(const CampaignOptions& options, const Recipe& recipe, const std::string& recipe_line,
+                 const std::string& repro_path, const std::string& tmp, const std::vector<std::string>& argv,
+                 const std::map<std::string, std::string>& env) {
   WorkerProcess proc;
   proc.spawn(argv, env, tmp + "/worker.log");
   LineReader reader;
@@ -104,12 +105,12 @@ int run_single_recipe(const CampaignOptions& options, const std::string& recipe_
       if (!fatal.empty()) {
         std::fprintf(stderr, "vattn fuzz: %s\n", printable(fatal).c_str());
         (void)fatal_usage;
-        return 2;
+        return {std::nullopt, 2};
       }
       if (!started) {
         std::fprintf(stderr, "vattn fuzz: the worker ended before the case started (%s); log: %s/worker.log\n",
                      describe_wait_status(status).c_str(), tmp.c_str());
-        return 2;
+        return {std::nullopt, 2};
       }
       v.verdict = crash.empty() && !WIFSIGNALED(status) ? "died" : "crash";
       v.check = crash.empty() ? describe_wait_status(status) : cuda_error_check(crash);
@@ -118,7 +119,7 @@ int run_single_recipe(const CampaignOptions& options, const std::string& recipe_
     }
     if (!ready && since(t0) > options.startup_timeout) {
       std::fprintf(stderr, "vattn fuzz: the worker was not ready within %.0f s\n", options.startup_timeout);
-      return 2;
+      return {std::nullopt, 2};
     }
     if (started && since(started_at) > deadline) {
       proc.kill_group();
@@ -137,8 +138,47 @@ int run_single_recipe(const CampaignOptions& options, const std::string& recipe_
     }
   }
   proc.stop(2.0);
+  return {v, 0};
+}
+
+}  // namespace
+
+int run_single_recipe(const CampaignOptions& options, const std::string& recipe_line, const std::string& repro_path) {
+  const Recipe recipe = Recipe::parse(recipe_line);  // InputError (field = the key) on a bad line
+  const std::string tmp = fs::temp_directory_path().string() + "/vattn-fuzz-" + std::to_string(::getpid());
+  fs::create_directories(tmp);
+  std::vector<std::string> argv{options.self_exe, "fuzz-worker",       "--kernel",  options.kernel, "--budget",
+                                options.budget,   "--envelope-recipe", recipe_line, "--threads",    "1"};
+  std::map<std::string, std::string> env;
+  if (!is_host_target(options.kernel)) {
+    const auto gpus = visible_gpus();
+    if (gpus.empty()) {
+      std::fprintf(stderr, "vattn fuzz: no CUDA device is visible; %s needs one\n", options.kernel.c_str());
+      return 2;
+    }
+    env["CUDA_VISIBLE_DEVICES"] = gpus.front();
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  // A resource error (the device full of another process's memory, ...) is the suite's, not the
+  // target's: the case runs again in a fresh worker after a pause, as in a campaign.
+  Verdict v;
+  for (int attempt = 0;; ++attempt) {
+    const Attempt a = run_once(options, recipe, recipe_line, repro_path, tmp, argv, env);
+    if (!a.verdict) return a.exit_code;
+    v = *a.verdict;
+    if (v.verdict != "resource" || attempt >= kResourceRetries) break;
+    const double backoff = kResourceBackoffS * (1 << attempt);
+    std::fprintf(stderr, "vattn fuzz: out of %s (%s); again in a fresh worker in %.1f s\n", printable(v.check).c_str(),
+                 printable(v.detail).c_str(), backoff);
+    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+  }
   std::error_code ec;
   fs::remove_all(tmp, ec);  // the worker's log: kept above only where a message points to it
+  if (v.verdict == "resource") {
+    std::printf("NOT RUN %s  out of %s %d times: %s\n", recipe_line.c_str(), printable(v.check).c_str(),
+                kResourceRetries + 1, printable(v.detail).c_str());
+    return 2;
+  }
   if (v.verdict == "input-error") {
     std::fprintf(stderr, "vattn fuzz: --recipe: %s\n", printable(v.detail).c_str());
     return 2;

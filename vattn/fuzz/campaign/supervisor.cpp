@@ -5,6 +5,7 @@
 // for each concern are in the files listed in supervisor_internal.h.
 #include "vattn/fuzz/campaign/supervisor.h"
 
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -54,9 +55,30 @@ int64_t Supervisor::planned_cases() const {
 }
 
 bool Supervisor::investigations_done() const {
-  for (const auto& s : slots_)
+  for (const auto& s : investigators_)
     if (s->inv) return false;
   return waiting_.empty();
+}
+
+bool Supervisor::stream_has_cases() const {
+  if (stopping_) return false;
+  return opt_.cases < 0 || static_cast<int64_t>(done_.size()) < planned_cases();
+}
+
+bool Supervisor::raised(const Finding& f) const {
+  // A crash or hang that a fresh worker did not repeat stays on record (its directory, the
+  // summary's "unconfirmed") but is no finding; one still being investigated counts.
+  return !(f.state == "done" && f.investigation.is_object() && !f.investigation.value("confirmed", true));
+}
+
+void Supervisor::account(Clock::time_point now) {
+  const double dt = std::chrono::duration<double>(now - last_account_).count();
+  last_account_ = now;
+  for (auto& iv : investigators_)
+    if (iv->inv && iv->proc.alive() && (!iv->ready || !iv->inflight.empty() || iv->repro_waiting)) iv->busy_s += dt;
+  if (!stream_has_cases()) return;  // the stream's spans: only while it has cases to run
+  for (auto& s : slots_)
+    if (s->ready && s->proc.alive()) (investigator_of(*s).inv ? s->investigating : s->clean).seconds += dt;
 }
 
 bool Supervisor::finished() const {
@@ -98,10 +120,10 @@ int Supervisor::run() {
       stop_reason_ = "time is up";
       stop_at = Clock::now();
     }
-    if (!stopping_ && opt_.stop_after_findings > 0 && new_findings_ >= opt_.stop_after_findings &&
+    if (!stopping_ && opt_.stop_after_findings > 0 && raised_this_run_ >= opt_.stop_after_findings &&
         investigations_done()) {
       stopping_ = true;
-      stop_reason_ = std::to_string(new_findings_) + (new_findings_ == 1 ? " finding" : " findings") +
+      stop_reason_ = std::to_string(raised_this_run_) + (raised_this_run_ == 1 ? " finding" : " findings") +
                      " (--stop-after-findings " + std::to_string(opt_.stop_after_findings) + ")";
       stop_at = Clock::now();
     }
@@ -116,7 +138,7 @@ int Supervisor::run() {
     if (stopping_) {
       if (stop_at == Clock::time_point{}) stop_at = Clock::now();
       bool busy = false;
-      for (auto& s : slots_) {
+      for (Slot* s : all_slots()) {
         if (s->inv && !fatal_reason_.empty()) s->inv.reset();
         if (s->inv && (g_stop_requests > 0 || opt_.hours >= 0)) {
           s->inv_finding->state = "interrupted";
@@ -131,12 +153,14 @@ int Supervisor::run() {
       if (!busy || g_stop_requests > 1 || !fatal_reason_.empty() || since(stop_at) > 10) break;
     }
     std::vector<pollfd> fds;
-    for (auto& s : slots_) dispatch(*s);
-    for (auto& s : slots_)
+    start_waiting_investigations();
+    for (Slot* s : all_slots()) dispatch(*s);
+    for (Slot* s : all_slots())
       if (s->proc.report_fd() >= 0) fds.push_back({s->proc.report_fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), 50);
-    for (auto& s : slots_) pump(*s);
-    for (auto& s : slots_) check_health(*s);
+    for (Slot* s : all_slots()) pump(*s);
+    for (Slot* s : all_slots()) check_health(*s);
+    account(Clock::now());
     progress_line(false);
     tick();
     journal_.sync_if_due();
@@ -146,7 +170,8 @@ int Supervisor::run() {
       if (i >= 0) requeue_.insert(i);  // not run: a --resume runs them
     s->proc.stop(2.0);
   }
-  for (auto& w : waiting_) {  // never shrunk: the first case stands
+  for (auto& s : investigators_) s->proc.kill_group();  // nothing left to do; it may be hung in a run
+  for (auto& w : waiting_) {                            // never shrunk: the first case stands
     w.finding->state = "interrupted";
     findings_->save(*w.finding);
   }
@@ -178,9 +203,15 @@ int Supervisor::run() {
     std::fflush(stdout);
     std::printf("  %s\n", write_campaign_report(opt_.self_exe, dir_).c_str());
   }
-  const size_t n = findings_->all().size();
-  std::printf("vattn fuzz: %lld cases, %zu finding%s%s\n", static_cast<long long>(cases_total_), n, n == 1 ? "" : "s",
-              fatal_reason_.empty() ? "" : " (stopped early)");
+  size_t n = 0, unconfirmed = 0;
+  for (const Finding* f : findings_->all()) (raised(*f) ? n : unconfirmed) += 1;
+  // A case given up for want of a resource has its journal line but did not run: said apart.
+  const int64_t not_run = by_verdict_.count("resource") ? by_verdict_.at("resource") : 0;
+  std::string also;
+  if (unconfirmed > 0) also += "; " + std::to_string(unconfirmed) + " not confirmed (no finding)";
+  if (not_run > 0) also += "; " + std::to_string(not_run) + " not run (resource errors)";
+  std::printf("vattn fuzz: %lld cases, %zu finding%s%s%s\n", static_cast<long long>(cases_total_ - not_run), n,
+              n == 1 ? "" : "s", also.c_str(), fatal_reason_.empty() ? "" : " (stopped early)");
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) return 2;
   if (!fatal_reason_.empty() && n == 0) return 2;
   return n > 0 ? 1 : 0;

@@ -3,7 +3,9 @@
 // indices to one worker process per GPU (or per host slot), watches them (a report before every
 // case, heartbeats, a deadline that scales with the case's work), replaces a worker that dies or
 // hangs and blames the case it was running, journals every verdict, turns failures into
-// de-duplicated findings and has each new one confirmed and shrunk in fresh workers.
+// de-duplicated findings and has each new one confirmed and shrunk in fresh workers beside the
+// stream (a second worker per GPU, within a share of the time), and retries a case that failed
+// for want of a resource (device memory, ...) on a fresh worker instead of raising it.
 #pragma once
 
 #include <cstdint>
@@ -38,15 +40,19 @@ struct CampaignOptions {
   double heartbeat_timeout = 20;  // a worker silent this long is stuck
   double startup_timeout = 120;   // a worker must be ready within this
   int max_shrink_runs = 400;
-  int stop_after_findings = 0;  // stop once this many new findings of this run are investigated (0: never)
-  double max_shrink_seconds = 900;
+  int stop_after_findings = 0;      // stop once this many new findings of this run are investigated (0: never)
+  double max_shrink_seconds = 900;  // busy seconds of the investigating worker, per finding
+  // The investigating worker is busy (a run in flight or starting) at most this share of the time
+  // while the stream has cases; a hang being shrunk costs it its deadline per run.
+  double investigation_share = 1.0 / 3;
   bool progress = false;  // live progress line (on a terminal)
   bool report = true;     // write DIR/report.html at the end (campaign/report_runner.h)
   std::string self_exe;   // the vattn binary (workers are `vattn fuzz-worker ...`)
   std::string argv_line;  // the command as typed, for the journal
 };
 
-// Exit code: 0 nothing found, 1 findings, 2 usage or nothing could run.
+// Exit code: 0 nothing found, 1 findings, 2 usage or nothing could run. A crash or hang that a fresh
+// worker did not repeat, and a case not run for want of a resource, are reported but are no findings.
 int run_campaign(const CampaignOptions& options);
 
 // `vattn fuzz --recipe LINE`: one case in a fresh worker, with the campaign's deadline and crash

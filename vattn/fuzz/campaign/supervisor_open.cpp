@@ -52,8 +52,12 @@ void Supervisor::open_campaign() {
     by_verdict_ = st.by_verdict;
     by_class_ = st.by_class;
     cases_total_ = static_cast<int64_t>(done_.size());
+    // Failed: the target's verdicts; a recipe that did not generate and a case not run for want of
+    // a resource are the suite's.
     for (const auto& [v, n] : by_verdict_)
-      if (v != "pass") failed_total_ += n;
+      if (v != "pass" && v != "input-error" && v != "resource") failed_total_ += n;
+    resource_errors_ = st.resource_errors;
+    resource_retried_ = st.resource_retried;
     // Tolerated cases (the ledger) are failed cases that are not raised: counted apart.
     for (const auto& [sig, n] : st.tolerated) {
       tolerated_total_ += n;

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a verdict does to the campaign: a stream case is journaled and counted (totals, coverage,
 // time by size class); a failure is counted against the ledger, an existing finding or a new one,
-// whose investigation (confirm, shrink, write the repro files) this slot then runs. An
-// investigation's own cases (negative indices) feed it instead.
+// whose investigation (confirm, shrink, write the repro files) the slot's investigator then runs
+// beside the stream. An investigation's own cases (negative indices) feed it instead. A case that
+// failed for want of a resource is retried on a fresh worker, then journaled as not run.
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -16,11 +18,60 @@ namespace vattn::fuzz::supervisor_detail {
 namespace fs = std::filesystem;
 
 void Supervisor::outcome(Slot& s, const InFlight& f, Verdict v) {
+  if (v.verdict == "resource") {
+    resource_outcome(s, f, v);
+    return;
+  }
   if (f.index < 0) {
+    s.inv_resource_tries = 0;
     investigation_outcome(s, f, v);
     return;
   }
   fuzz_outcome(s, f, v);
+}
+
+void Supervisor::resource_outcome(Slot& s, const InFlight& f, const Verdict& v) {
+  // The suite's own allocation failed (the device full of another process's memory, ...): no
+  // judgement of the code under test. Retried on a fresh worker after a pause, a bounded number
+  // of times; an investigation's run is retried the same way before the investigation sees it.
+  ++resource_errors_;
+  const bool investigating = f.index < 0;
+  const int tries = investigating ? ++s.inv_resource_tries : ++resource_tries_[f.index];
+  const bool retry = tries <= kResourceRetries && (!investigating || s.inv);
+  json line{{"t", "resource"}, {"g", s.label},       {"attempt", tries},
+            {"what", v.check}, {"detail", v.detail}, {"then", retry ? "retry" : "gave up"}};
+  if (investigating) {
+    line["finding"] = s.inv_finding ? s.inv_finding->id : "";
+    line["recipe"] = f.recipe;
+  } else {
+    line["i"] = f.index;
+  }
+  journal_.append(line);
+  const std::string which =
+      investigating ? "a run of finding " + line["finding"].get<std::string>() : "case " + std::to_string(f.index);
+  if (retry) {
+    ++resource_retried_;
+    const double backoff = kResourceBackoffS * (1 << (tries - 1));
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " in %.1f s", backoff);
+    say("[" + s.label + "] " + which + ": out of " + printable(v.check) + " (" + printable(v.detail) + "); retry " +
+        std::to_string(tries) + " of " + std::to_string(kResourceRetries) + " on a fresh worker" + buf);
+    if (!investigating) s.retries.push_back(f.index);
+    recycle(s, backoff);
+    return;
+  }
+  say("[" + s.label + "] " + which + ": out of " + printable(v.check) + " " + std::to_string(tries) +
+      " times; not run (" + printable(v.detail) + ")");
+  if (investigating) {  // fed as it is: a run that could not run does not fail the finding's way
+    s.inv_resource_tries = 0;
+    investigation_outcome(s, f, v);
+    return;
+  }
+  resource_tries_.erase(f.index);
+  if (not_run_cases_.size() < 100)
+    not_run_cases_.push_back({{"index", f.index}, {"recipe", f.recipe}, {"resource", v.check}, {"detail", v.detail}});
+  Verdict given_up = v;
+  fuzz_outcome(s, f, given_up);
 }
 
 void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
@@ -31,29 +82,36 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
     say("[" + s.label + "] case " + std::to_string(f.index) + " could not be " +
         (v.check == "run parameters" ? "run as described: " : "generated: ") + printable(v.detail));
   }
+  // A case given up for want of a resource is journaled (its index is settled) but did not run:
+  // no rate, time or coverage of it.
+  const bool not_run = v.verdict == "resource";
   done_.insert(f.index);
   ++cases_total_;
-  ++cases_this_run_;
-  ++s.cases;
   const std::string& cls = f.family;
-  if (f.long_context) {
-    ++long_this_run_;
-    ++s.long_cases;
-  }
   ++by_verdict_[v.verdict];
   ++by_class_[cls];
-  time_target_s_ += v.target_s;
-  time_oracle_s_ += v.oracle_s;
-  auto& cr = class_rate_[cls];
-  ++cr.first;
-  cr.second += v.target_s + v.oracle_s;
-  const StreamCase sc = stream_->at(f.index);
-  coverage_.add(sc, v.device_error);
+  if (not_run) {
+    ++not_run_;
+  } else {
+    ++cases_this_run_;
+    ++s.cases;
+    if (f.long_context) {
+      ++long_this_run_;
+      ++s.long_cases;
+    }
+    if (!stopping_) ++(investigator_of(s).inv ? s.investigating : s.clean).cases;
+    time_target_s_ += v.target_s;
+    time_oracle_s_ += v.oracle_s;
+    auto& cr = class_rate_[cls];
+    ++cr.first;
+    cr.second += v.target_s + v.oracle_s;
+    coverage_.add(stream_->at(f.index), v.device_error);
+  }
   json line{{"t", "case"}, {"i", f.index}, {"v", v.verdict}, {"c", cls}, {"s", std::round(v.total_s * 1e4) / 1e4},
             {"g", s.label}};
   if (v.device_error) line["e"] = v.device_error;
   Finding* finding = nullptr;
-  if (v.failed() && v.verdict != "input-error") {
+  if (v.failed() && v.verdict != "input-error" && !not_run) {
     if (LedgerEntry* known = ledger_.match(v.signature(), opt_.kernel)) {  // counted, not raised again
       ++known->count;
       ++tolerated_total_;
@@ -70,7 +128,7 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
       if (!v.repro.empty()) fs::remove(v.repro);
     } else {
       finding = &findings_->add(v, f.recipe);
-      ++new_findings_;
+      new_this_run_.insert(finding);
       for (auto& other : slots_)
         if (other->ready && other->proc.command_fd() >= 0)
           send_message(other->proc.command_fd(), {{"op", "known"}, {"sig", finding->signature}});
@@ -85,7 +143,7 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
       say("FINDING " + finding->id + " " + printable(finding->signature) + " on case " + std::to_string(f.index) +
           " (" + s.label + "): " + printable(f.recipe) + (v.detail.empty() ? "" : "\n    " + printable(v.detail)) +
           "\n    -> " + finding->dir);
-      start_investigation(s, *finding, v, f.recipe);
+      start_investigation(investigator_of(s), *finding, v, f.recipe);
     }
     line["sig"] = finding->signature;
     line["f"] = finding->id;
@@ -94,7 +152,7 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
 }
 
 void Supervisor::start_investigation(Slot& s, Finding& f, const Verdict& v, const std::string& recipe) {
-  if (s.inv) {  // this slot is busy with another one: this one waits its turn
+  if (s.inv) {  // this investigator is busy with another one: this one waits for a free one
     waiting_.push_back({&f, v, recipe});
     return;
   }
@@ -104,15 +162,21 @@ void Supervisor::start_investigation(Slot& s, Finding& f, const Verdict& v, cons
   s.inv = std::make_unique<Investigation>(v, Recipe::parse(recipe), takes_worker_down(v.verdict), lim);
   s.inv_finding = &f;
   s.inv_started = Clock::now();
-  // The other cases this worker holds: a crash class needs a fresh worker now, so they go back.
-  s.respawn_before_next = s.inv->fresh_process() && s.proc.alive();
-  if (s.respawn_before_next) {
-    for (const auto& [i, fl] : s.inflight)
-      if (i >= 0) requeue_.insert(i);
-    s.inflight.clear();
-    s.running.reset();
-    s.proc.kill_group();
-    s.respawn_before_next = false;
+  s.busy_s = 0;
+  s.inv_resource_tries = 0;
+  s.respawn_before_next = false;
+  // The confirmation of a crash class runs in a fresh process; check_health starts one when none runs.
+  if (s.inv->fresh_process()) s.proc.kill_group();
+}
+
+void Supervisor::start_waiting_investigations() {
+  if (stopping_) return;
+  for (auto& iv : investigators_) {
+    if (waiting_.empty()) return;
+    if (iv->inv) continue;
+    const Waiting w = waiting_.front();
+    waiting_.pop_front();
+    start_investigation(*iv, *w.finding, w.first, w.recipe);
   }
 }
 
@@ -157,18 +221,20 @@ void Supervisor::finish_investigation(Slot& s) {
                      {"shrink_steps", inv.steps()},
                      {"runs", inv.runs()},
                      {"seconds", std::round(since(s.inv_started) * 10) / 10},
+                     {"busy_seconds", std::round(s.busy_s * 10) / 10},
                      {"stop_reason", inv.stop_reason()}};
   findings_->save(f);
   journal_.append({{"t", "finding-done"}, {"id", f.id}, {"investigation", f.investigation}});
-  const std::string line = "FINDING " + f.id + " shrunk in " + std::to_string(inv.steps()) + " steps (" +
-                           std::to_string(inv.runs()) + " runs" +
-                           (inv.confirmed() ? "" : ", NOT confirmed in a fresh worker") + "): " + printable(shrunk) +
-                           "\n    reproduce: " + FindingStore::rerun_command(opt_.kernel, shrunk);
+  const std::string line =
+      "FINDING " + f.id + " shrunk in " + std::to_string(inv.steps()) + " steps (" + std::to_string(inv.runs()) +
+      " runs" + (inv.confirmed() ? "" : ", NOT confirmed in a fresh worker: no finding") + "): " + printable(shrunk) +
+      "\n    reproduce: " + FindingStore::rerun_command(opt_.kernel, shrunk);
+  if (inv.confirmed()) ++raised_this_run_;
   s.inv.reset();
   s.inv_finding = nullptr;
   say(line);
-  // A crash class ran its last candidate in a process of its own: start fuzzing in a fresh one.
-  if (takes_worker_down(f.first.verdict)) s.proc.kill_group();
+  // Idle now: its memory (on the GPU too) goes back to the stream; the next investigation starts a fresh one.
+  s.proc.kill_group();
 }
 
 }  // namespace vattn::fuzz::supervisor_detail

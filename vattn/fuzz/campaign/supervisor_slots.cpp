@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Slots and their workers: one slot per GPU (or host slot), a worker process spawned for it and
-// replaced when it ends; cases dispatched to it (the stream's, or an investigation's one at a
-// time), its messages read, and its health checked (startup, the case's deadline, heartbeats).
+// Slots and their workers: one stream slot per GPU (or host slot), a worker process spawned for it
+// and replaced when it ends, and beside it the slot's investigator, a second worker on the same GPU
+// that exists only while it confirms and shrinks a finding (supervisor_internal.h). Cases are
+// dispatched (the stream's to the stream slot, an investigation's one at a time, within its share,
+// to the investigator), messages read, health checked (startup, the case's deadline, heartbeats).
 // A worker gone blames the case inside the code under test; the others go back to the stream.
 #include <algorithm>
 #include <chrono>
@@ -17,6 +19,7 @@
 #include <sys/wait.h>
 
 #include "kernels/vattn_abi.h"
+#include "vattn/case/resource_error.h"
 #include "vattn/fuzz/campaign/supervisor_internal.h"
 
 namespace vattn::fuzz::supervisor_detail {
@@ -27,11 +30,19 @@ int Supervisor::worker_threads() const {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / slots - 1);
 }
 
-std::vector<std::string> Supervisor::worker_argv() const {
+std::vector<std::string> Supervisor::worker_argv(const Slot& s) const {
+  // An investigator runs one case at a time: one pool thread generates and checks it.
   return {opt_.self_exe, "fuzz-worker",
           "--kernel",    opt_.kernel,
           "--budget",    stream_->config().budget,
-          "--threads",   std::to_string(worker_threads())};
+          "--threads",   s.investigator ? std::string("1") : std::to_string(worker_threads())};
+}
+
+std::vector<Slot*> Supervisor::all_slots() {
+  std::vector<Slot*> v;
+  for (auto& s : slots_) v.push_back(s.get());
+  for (auto& s : investigators_) v.push_back(s.get());
+  return v;
 }
 
 void Supervisor::make_slots() {
@@ -64,7 +75,13 @@ void Supervisor::make_slots() {
     s->id = static_cast<int>(i);
     s->gpu = gpus[i];
     s->label = (gpus[i].empty() ? "host" : "gpu") + std::to_string(i);
+    auto iv = std::make_unique<Slot>();
+    iv->id = s->id;
+    iv->gpu = s->gpu;
+    iv->label = s->label + "-inv";
+    iv->investigator = true;
     slots_.push_back(std::move(s));
+    investigators_.push_back(std::move(iv));
   }
 }
 
@@ -93,7 +110,26 @@ void Supervisor::spawn(Slot& s) {
   const std::string have = tunables ? tunables : "";
   if (have.find("glibc.malloc.hugetlb") == std::string::npos)
     env["GLIBC_TUNABLES"] = have.empty() ? "glibc.malloc.hugetlb=1" : have + ":glibc.malloc.hugetlb=1";
-  s.proc.spawn(worker_argv(), env, dir_ + "/workers/" + s.label + ".log");
+  try {
+    // The investigator yields the CPU to the stream's worker (a niceness of 10).
+    s.proc.spawn(worker_argv(s), env, dir_ + "/workers/" + s.label + ".log", s.investigator ? 10 : 0);
+  } catch (const ResourceError& e) {
+    // No descriptors, memory or processes left for a worker now: try again after a pause; three
+    // in a row end the campaign like any worker that cannot start.
+    ++resource_errors_;
+    ++resource_retried_;
+    ++s.startup_failures;
+    s.not_before = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                      kResourceBackoffS * (1 << std::min(s.startup_failures, 4))));
+    journal_.append({{"t", "resource"},
+                     {"g", s.label},
+                     {"attempt", s.startup_failures},
+                     {"what", e.resource()},
+                     {"detail", std::string("worker start: ") + e.what()},
+                     {"then", "retry"}});
+    say("[" + s.label + "] cannot start a worker (" + printable(e.what()) + "); trying again");
+    return;
+  }
   s.reader = LineReader();
   s.ready = false;
   s.spawned_at = s.last_message = Clock::now();
@@ -112,50 +148,21 @@ double Supervisor::deadline_for(int64_t work) const {
 }
 
 void Supervisor::dispatch(Slot& s) {
-  if (!s.ready || s.proc.command_fd() < 0) return;
-  if (s.inv) {
-    if (!s.inflight.empty() || s.repro_waiting) return;
-    if (!s.inv->done() && s.inv->fresh_process() && s.respawn_before_next) {
-      s.respawn_before_next = false;
-      retire_stats(s);
-      spawn(s);  // a fresh process for each run of a class that can take a worker down
-      return;
-    }
-    if (!s.inv->done() && since(s.inv_started) > opt_.max_shrink_seconds) s.inv->out_of_time();
-    if (auto r = s.inv->next()) {
-      InFlight f;
-      f.index = s.inv_next_index--;
-      f.recipe = r->to_line();
-      f.work = recipe_work(*r);
-      const std::string repro = dir_ + "/pending/shrink" + std::to_string(-f.index) + ".h5";
-      send_message(s.proc.command_fd(),
-                   {{"op", "case"}, {"index", f.index}, {"recipe", f.recipe}, {"repro", repro}, {"force_repro", true}});
-      s.inflight[f.index] = f;
-      s.respawn_before_next = s.inv->fresh_process();
-      return;
-    }
-    if (!s.repro_ops.empty()) {
-      const auto [recipe, path] = s.repro_ops.front();
-      s.repro_ops.pop_front();
-      send_message(s.proc.command_fd(),
-                   {{"op", "repro"}, {"index", s.inv_next_index--}, {"recipe", recipe}, {"repro", path}});
-      s.repro_waiting = true;
-      return;
-    }
-    finish_investigation(s);
+  if (s.investigator) {
+    dispatch_investigation(s);
     return;
   }
-  if (!waiting_.empty() && !stopping_) {
-    const Waiting w = waiting_.front();
-    waiting_.pop_front();
-    start_investigation(s, *w.finding, w.first, w.recipe);
-    return;
-  }
-  if (stopping_) return;
+  if (!s.ready || s.proc.command_fd() < 0 || stopping_) return;
   // Enough cases ahead to keep the worker's pool generating while its main thread runs one.
   const size_t cap = static_cast<size_t>(opt_.window > 0 ? opt_.window : 2 * worker_threads() + 2);
   while (s.inflight.size() < cap) {
-    const auto idx = next_index();
+    std::optional<int64_t> idx;
+    if (!s.retries.empty()) {  // a resource error's retry: first, on this fresh worker
+      idx = s.retries.front();
+      s.retries.pop_front();
+    } else {
+      idx = next_index();
+    }
     if (!idx) return;
     const StreamCase sc = stream_->at(*idx);
     InFlight f;
@@ -172,6 +179,53 @@ void Supervisor::dispatch(Slot& s) {
     }
     s.inflight[f.index] = f;
   }
+}
+
+bool Supervisor::investigator_yields(const Slot& s) const {
+  // Within its share of the time since the investigation began, while the stream has cases. It runs
+  // flat out when the campaign only waits for it: no cases left, or --stop-after-findings reached
+  // once the findings being investigated are confirmed.
+  if (!stream_has_cases()) return false;
+  if (opt_.stop_after_findings > 0) {
+    int64_t found = 0;
+    for (const Finding* f : new_this_run_) found += raised(*f) ? 1 : 0;
+    if (found >= opt_.stop_after_findings) return false;
+  }
+  return s.busy_s > opt_.investigation_share * since(s.inv_started);
+}
+
+void Supervisor::dispatch_investigation(Slot& s) {
+  if (!s.inv || !s.ready || s.proc.command_fd() < 0) return;
+  if (!s.inflight.empty() || s.repro_waiting) return;  // one run at a time
+  if (!s.inv->done() && s.busy_s > opt_.max_shrink_seconds) s.inv->out_of_time();
+  if (!s.inv->done() && s.inv->fresh_process() && s.respawn_before_next) {
+    if (investigator_yields(s)) return;
+    spawn(s);  // a fresh process for each run of a class that can take a worker down
+    return;
+  }
+  if (auto r = s.inv->next()) {
+    if (investigator_yields(s)) return;
+    InFlight f;
+    f.index = s.inv_next_index--;
+    f.recipe = r->to_line();
+    f.work = recipe_work(*r);
+    const std::string repro = dir_ + "/pending/shrink" + std::to_string(-f.index) + ".h5";
+    send_message(s.proc.command_fd(),
+                 {{"op", "case"}, {"index", f.index}, {"recipe", f.recipe}, {"repro", repro}, {"force_repro", true}});
+    s.inflight[f.index] = f;
+    s.respawn_before_next = s.inv->fresh_process();
+    ++s.runs;
+    return;
+  }
+  if (!s.repro_ops.empty()) {
+    const auto [recipe, path] = s.repro_ops.front();
+    s.repro_ops.pop_front();
+    send_message(s.proc.command_fd(),
+                 {{"op", "repro"}, {"index", s.inv_next_index--}, {"recipe", recipe}, {"repro", path}});
+    s.repro_waiting = true;
+    return;
+  }
+  finish_investigation(s);
 }
 
 void Supervisor::pump(Slot& s) {
@@ -271,6 +325,12 @@ void Supervisor::worker_gone(Slot& s, const std::string& how, const std::string&
   s.running.reset();
   retire_stats(s);
   s.repro_waiting = false;
+  // The stream's rate counts the time a worker could run cases: not the time a case that ended it
+  // held it (a hang's deadline), which the code under test costs with or without an investigation.
+  if (blamed && !s.investigator) {
+    Span& span = investigator_of(s).inv ? s.investigating : s.clean;
+    span.seconds = std::max(0.0, span.seconds - since(blamed->started_at));
+  }
   for (const auto& f : others) {
     if (f.index >= 0) {
       requeue_.insert(f.index);
@@ -332,7 +392,9 @@ void Supervisor::check_health(Slot& s) {
       stop_reason_ = "workers cannot start";
       return;
     }
-    if (!stopping_ || s.inv) spawn(s);
+    // An investigator's next fresh process waits for its share like its next run.
+    const bool wanted = s.investigator ? s.inv != nullptr && !investigator_yields(s) : !stopping_;
+    if (wanted && Clock::now() >= s.not_before) spawn(s);
     return;
   }
   const auto now = Clock::now();
@@ -362,6 +424,19 @@ void Supervisor::check_health(Slot& s) {
     std::snprintf(buf, sizeof buf, "no heartbeat for %.0f s", opt_.heartbeat_timeout);
     worker_gone(s, buf, "hang");
   }
+}
+
+void Supervisor::recycle(Slot& s, double backoff_s) {
+  // Its other cases were not blamed for anything: they go back to the stream.
+  for (const auto& [i, f] : s.inflight)
+    if (i >= 0) requeue_.insert(i);
+  s.inflight.clear();
+  s.running.reset();
+  s.crash_what.clear();
+  s.repro_waiting = false;
+  s.respawn_before_next = false;
+  s.proc.kill_group();
+  s.not_before = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(backoff_s));
 }
 
 }  // namespace vattn::fuzz::supervisor_detail

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Small helpers of the supervisor and of `vattn fuzz --recipe`: clocks and times, the GPUs a
-// worker may use (found without CUDA), and a CUDA error's name as a finding's check.
+// worker may use (found without CUDA), a CUDA error's name as a finding's check, resource retries.
 #pragma once
 
 #include <chrono>
@@ -17,6 +17,11 @@ std::string utc_now();      // 2024-01-31T12:00:00Z
 std::string hms(double s);  // 01:02:03
 
 inline bool is_host_target(const std::string& kernel) { return kernel.rfind("host:", 0) == 0; }
+
+// A case that fails for want of a resource is retried this many times on a fresh worker, after
+// kResourceBackoffS, then twice that, before it is journaled as not run (docs/reports.md).
+constexpr int kResourceRetries = 2;
+constexpr double kResourceBackoffS = 0.5;
 
 // A CUDA error names itself (cudaErrorIllegalAddress ...): that, not the file and line in the
 // message, is what identifies the bug.

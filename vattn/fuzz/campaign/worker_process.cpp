@@ -14,9 +14,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vattn/case/resource_error.h"
 #include "vattn/fuzz/protocol/protocol.h"
 
 namespace vattn::fuzz {
+
+namespace {
+// A failed pipe() or fork(): a resource the machine is short of now, or something else.
+[[noreturn]] void spawn_failed(const char* call, int err) {
+  const std::string what = std::string(call) + ": " + std::strerror(err);
+  if (err == EMFILE || err == ENFILE) throw ResourceError("file descriptors", what);
+  if (err == ENOMEM) throw ResourceError("host memory", what);
+  if (err == EAGAIN) throw ResourceError("processes", what);
+  throw std::runtime_error(what);
+}
+}  // namespace
 
 WorkerProcess::~WorkerProcess() { kill_group(); }
 
@@ -27,19 +39,25 @@ void WorkerProcess::close_fds() {
 }
 
 void WorkerProcess::spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                          const std::string& log_path) {
+                          const std::string& log_path, int nice_increment) {
   kill_group();
   int cmd[2], rep[2];
-  if (::pipe2(cmd, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(cmd, O_CLOEXEC) != 0) spawn_failed("pipe", errno);
   if (::pipe2(rep, O_CLOEXEC) != 0) {
+    const int err = errno;
     ::close(cmd[0]);
     ::close(cmd[1]);
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    spawn_failed("pipe", err);
   }
   const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) {
+    const int err = errno;
+    for (int fd : {cmd[0], cmd[1], rep[0], rep[1], log})
+      if (fd >= 0) ::close(fd);
+    spawn_failed("fork", err);
+  }
   if (pid == 0) {
     // Child: only async-signal-safe work until exec (the supervisor is single-threaded, but be strict).
     ::setpgid(0, 0);
@@ -52,6 +70,7 @@ void WorkerProcess::spawn(const std::vector<std::string>& argv, const std::map<s
       ::dup2(log, STDERR_FILENO);
     }
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    if (nice_increment != 0) (void)::nice(nice_increment);
     ::signal(SIGPIPE, SIG_DFL);
     std::vector<char*> args;
     args.reserve(argv.size() + 1);

@@ -19,9 +19,11 @@ class WorkerProcess {
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
-  // argv[0] is the program; env entries are set (or replaced) in the child. Throws on failure.
+  // argv[0] is the program; env entries are set (or replaced) in the child, which runs `nice_increment`
+  // nicer than the supervisor. Throws ResourceError when no pipe or process can be had (EMFILE,
+  // ENFILE, ENOMEM, EAGAIN), std::runtime_error on another failure.
   void spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-             const std::string& log_path);
+             const std::string& log_path, int nice_increment = 0);
   bool alive() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
   int command_fd() const { return cmd_fd_; }

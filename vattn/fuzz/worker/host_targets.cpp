@@ -2,14 +2,20 @@
 // Host targets: the suite's supervisor, journal, findings and shrinking are exercised without a
 // GPU through these. host:bf16-reference is the bf16-emulating CPU reference held to the
 // float64 oracle (it must never fail); host:faulty is the same reference with planted faults on
-// chosen cases: a real SIGSEGV, an abort, a hang, a silent exit, or a wrong element.
+// chosen cases: a real SIGSEGV, an abort, a hang, a silent exit, or a wrong element; or the
+// resource error a full GPU gives the suite's own allocations. Each, or only a recipe's first run.
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include "vattn/case/resource_error.h"
 #include "vattn/fuzz/worker/target.h"
 #include "vattn/recipe/vocab.h"
 #include "vattn/testbed/repro.h"
@@ -20,7 +26,8 @@ namespace vattn::fuzz {
 namespace {
 
 struct FaultRule {
-  std::string action;  // crash | abort | hang | exit | wrong
+  std::string action;  // crash | abort | hang | exit | wrong | oom
+  bool once = false;   // ACTION-once: only on a recipe's first run (marked in kFaultyStateVariable's directory)
   char field = 'T';    // P | T | H | B
   int64_t value = 0;
   bool matches(const Recipe& r) const {
@@ -39,6 +46,21 @@ struct FaultRule {
   }
 };
 
+// Whether this is the recipe's first run under `rule`: its mark, one file per rule and recipe in
+// kFaultyStateVariable's directory, is created now (O_EXCL), so a fresh worker knows it too.
+bool first_run(const std::string& rule, const Recipe& r) {
+  const char* dir = std::getenv(kFaultyStateVariable);
+  const std::string mark = std::string(dir ? dir : "") + "/once-" + std::to_string(std::hash<std::string>{}(rule)) +
+                           "-" + std::to_string(std::hash<std::string>{}(r.to_line()));
+  const int fd = ::open(mark.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ::close(fd);
+    return true;
+  }
+  if (errno == EEXIST) return false;
+  throw std::runtime_error("host:faulty " + rule + ": cannot create " + mark + ": " + std::strerror(errno));
+}
+
 std::vector<FaultRule> parse_rules(const std::string& text) {
   std::vector<FaultRule> rules;
   std::stringstream in(text);
@@ -47,14 +69,18 @@ std::vector<FaultRule> parse_rules(const std::string& text) {
     const size_t at = item.find('@'), eq = item.find('=');
     FaultRule f;
     f.action = item.substr(0, at);
-    const bool known =
-        f.action == "crash" || f.action == "abort" || f.action == "hang" || f.action == "exit" || f.action == "wrong";
+    if (f.action.size() > 5 && f.action.compare(f.action.size() - 5, 5, "-once") == 0) {
+      f.action.resize(f.action.size() - 5);
+      f.once = true;
+    }
+    const bool known = f.action == "crash" || f.action == "abort" || f.action == "hang" || f.action == "exit" ||
+                       f.action == "wrong" || f.action == "oom";
     if (at == std::string::npos || eq != at + 2 || !known ||
         std::string("PTHB").find(item[at + 1]) == std::string::npos) {
       throw InputError("", "", "--kernel",
                        "host:faulty rule '" + item +
-                           "' is not ACTION@FIELD=VALUE (ACTION crash|abort|hang|exit|wrong, "
-                           "FIELD P|T|H|B), e.g. " +
+                           "' is not ACTION@FIELD=VALUE (ACTION crash|abort|hang|exit|wrong|oom, each also "
+                           "as ACTION-once, FIELD P|T|H|B), e.g. " +
                            kFaultyDefaultRules);
     }
     f.field = item[at + 1];
@@ -64,6 +90,10 @@ std::vector<FaultRule> parse_rules(const std::string& text) {
     if (num.empty() || *end != '\0' || f.value < 0) {
       throw InputError("", "", "--kernel", "host:faulty rule '" + item + "': '" + num + "' is not a whole number >= 0");
     }
+    if (f.once && std::getenv(kFaultyStateVariable) == nullptr)
+      throw InputError("", "", "--kernel",
+                       "host:faulty rule '" + item + "' needs " + kFaultyStateVariable +
+                           "=DIR, where it marks the recipes it ran once");
     rules.push_back(f);
   }
   if (rules.empty()) throw InputError("", "", "--kernel", "host:faulty: no rules after ':'");
@@ -81,6 +111,7 @@ class HostReference : public Target {
     std::string wrong;
     for (const auto& rule : rules_) {
       if (!rule.matches(r)) continue;
+      if (rule.once && !first_run(rule.action + "@" + rule.field + "=" + std::to_string(rule.value), r)) continue;
       if (rule.action == "crash") {
         std::raise(SIGSEGV);  // what a wild store would do, without depending on undefined behaviour
       } else if (rule.action == "abort") {
@@ -89,6 +120,11 @@ class HostReference : public Target {
         while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
       } else if (rule.action == "exit") {
         ::_exit(0);
+      } else if (rule.action == "oom") {
+        throw ResourceError("device memory", "host:faulty oom@" + std::string(1, rule.field) + "=" +
+                                                 std::to_string(rule.value) +
+                                                 ": cudaMalloc of the case's buffers failed: cudaErrorMemoryAllocation "
+                                                 "(planted)");
       } else if (wrong.empty()) {
         wrong = std::string("wrong@") + rule.field + "=" + std::to_string(rule.value);
       }

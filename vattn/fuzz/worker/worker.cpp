@@ -2,16 +2,21 @@
 #include "vattn/fuzz/worker/worker.h"
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include <unistd.h>
+
+#include "vattn/case/resource_error.h"
 
 namespace vattn::fuzz {
 
@@ -20,6 +25,38 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// What a failure of the suite's own work ran short of ("device memory", "host memory", "file
+// descriptors", "disk space"), or "" when it is no resource failure. The code under test's own
+// errors never get here as one: the GPU target turns a kernel's CUDA error into DeviceLost, and
+// only the suite's allocation sites raise ResourceError (vattn/case/resource_error.h).
+std::string resource_of(const std::exception& e) {
+  if (const auto* r = dynamic_cast<const ResourceError*>(&e)) return r->resource();
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return "host memory";
+  if (const auto* s = dynamic_cast<const std::system_error*>(&e)) {
+    const std::error_code c = s->code();
+    if (c.category() != std::generic_category() && c.category() != std::system_category()) return "";
+    switch (c.value()) {
+      case ENOMEM: return "host memory";
+      case EMFILE:
+      case ENFILE: return "file descriptors";
+      case ENOSPC:
+      case EDQUOT: return "disk space";
+      default: return "";
+    }
+  }
+  return "";
+}
+
+// The verdict of a case the suite could not run for want of a resource: not the target's failure;
+// the supervisor retries it on a fresh worker (docs/reports.md).
+Verdict resource_verdict(const std::string& resource, const std::string& what) {
+  Verdict v;
+  v.verdict = "resource";
+  v.check = resource;
+  v.detail = what;
+  return v;
+}
 
 // Serialises messages on the report pipe (main thread, pool threads and the heartbeat share it).
 class Reporter {
@@ -108,6 +145,7 @@ struct Job {
   std::shared_ptr<Case> c;
   std::shared_ptr<void> prepared;  // Target::prepare's result
   std::string generate_error;
+  std::string generate_resource;  // what generation ran short of ("": it failed for another reason)
 };
 
 // Jobs whose inputs are generated, waiting for the main thread, in arrival order.
@@ -230,6 +268,7 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
                 job->c = std::make_shared<Case>(generate_case(job->recipe, "fuzz-" + std::to_string(job->index)));
               } catch (const std::exception& e) {
                 job->generate_error = e.what();
+                job->generate_resource = resource_of(e);
               }
               if (job->c && !job->repro_only) job->prepared = t->prepare(*job->c, job->recipe);
               ready.put(job);
@@ -243,10 +282,14 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
   while (auto job = ready.take()) {
     if (!job->generate_error.empty()) {
       Verdict v;
+      if (!job->generate_resource.empty()) {
+        v = resource_verdict(job->generate_resource, job->generate_error);
+      } else {
+        v.verdict = "input-error";
+        v.check = "recipe";
+        v.detail = job->generate_error;
+      }
       v.index = job->index;
-      v.verdict = "input-error";
-      v.check = "recipe";
-      v.detail = job->generate_error;
       report.send({{"ev", job->repro_only ? "repro-done" : "result"}, {"result", v.to_json()}});
       --busy;
       continue;
@@ -282,8 +325,9 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
         return v;
       };
     } catch (const std::exception& e) {
-      const std::string what = e.what();
-      check = [what](const ReproRequest&) {
+      const std::string what = e.what(), resource = resource_of(e);
+      check = [what, resource](const ReproRequest&) {
+        if (!resource.empty()) return resource_verdict(resource, what);
         Verdict v;
         v.verdict = "refused";
         v.check = "run";
@@ -303,9 +347,14 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
           try {
             v = check(repro);
           } catch (const std::exception& e) {
-            v.verdict = "input-error";
-            v.check = "check";
-            v.detail = e.what();
+            const std::string resource = resource_of(e);
+            if (!resource.empty()) {
+              v = resource_verdict(resource, e.what());
+            } else {
+              v.verdict = "input-error";
+              v.check = "check";
+              v.detail = e.what();
+            }
           }
           v.index = job->index;
           v.target_s = target_s;
