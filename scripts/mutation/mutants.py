@@ -333,10 +333,15 @@ def judge(vattn, out, r, seconds, threads, gpu):
         res.update(status="unjudged", error=(p.stderr.strip().splitlines() or ["no summary.json"])[-1][:300])
         return res
     res["cases"] = s.get("campaign_cases", 0)
-    if s.get("findings"):
-        f = s["findings"][0]
+    # A crash or hang a fresh worker did not repeat is listed under "unconfirmed": it kills nothing.
+    unconfirmed = set(s.get("unconfirmed") or [])
+    confirmed = [f for f in s.get("findings") or [] if f.get("id") not in unconfirmed]
+    if unconfirmed:
+        res["unconfirmed"] = sorted(unconfirmed)
+    if confirmed:
+        f = confirmed[0]
         res.update(status="killed", killed_by=f.get("signature", "?"), first_case=f.get("first_case", {}).get("index"))
-        first = first_finding(camp)
+        first = first_finding(camp, {c.get("id") for c in confirmed})
         if first:
             res.update(time_to_kill_s=first["elapsed_s"], first_case=first["index"], first_case_s=first["case_s"])
             res["killed_by"] = first["sig"] or res["killed_by"]
@@ -347,7 +352,7 @@ def judge(vattn, out, r, seconds, threads, gpu):
     return res
 
 
-def first_finding(camp):
+def first_finding(camp, ids):
     """The campaign's first failing case, from its journal: the finding line is written when the
     case's verdict comes in, before the finding is confirmed in a fresh worker; its elapsed_s counts
     from the campaign's start (before its workers start), so the time to first finding includes
@@ -361,7 +366,7 @@ def first_finding(camp):
                     j = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a torn last line (a killed campaign)
-                if j.get("t") != "finding" or j.get("elapsed_s") is None:
+                if j.get("t") != "finding" or j.get("elapsed_s") is None or j.get("id") not in ids:
                     continue
                 if first is None or j["elapsed_s"] < first["elapsed_s"]:
                     v = j.get("first", {})

@@ -56,9 +56,13 @@ def main():
             f.write(json.dumps({"t": "finding", "id": "001", "sig": "wrong: vs oracle", "first": first,
                                 "elapsed_s": 1.5 + 10 * n}) + "\n")
             f.write(json.dumps({"t": "case", "i": 4, "v": "wrong", "f": "001"}) + "\n")
-    findings = [{"signature": "wrong: vs oracle", "first_case": {"index": 4}}] if killed else []
+    findings = [{"id": "001", "signature": "wrong: vs oracle", "first_case": {"index": 4}}] if killed else []
+    # A survivor's campaign also saw a crash that a fresh worker did not repeat: no kill.
+    unconfirmed = [] if killed else ["002"]
+    if not killed:
+        findings.append({"id": "002", "signature": "crash: SIGSEGV", "first_case": {"index": 7}})
     with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump({"campaign_cases": 5 if killed else 40, "findings": findings}, f)
+        json.dump({"campaign_cases": 5 if killed else 40, "findings": findings, "unconfirmed": unconfirmed}, f)
     if mine:
         os.remove(busy)
     return 1 if killed else 0
