@@ -79,7 +79,8 @@ a, b = (json.load(open(f))["coverage"][sys.argv[3]] for f in sys.argv[1:3])
 print(sorted((k, a.get(k, 0) + b.get(k, 0)) for k in set(a) | set(b)))' "$tmp/s0/summary.json" "$tmp/s1/summary.json" $dim)
     expect_eq "merged coverage $dim" "$(json_get "$tmp/m/summary.json" "sorted(d['coverage']['$dim'].items())")" "$want"
   done
-  expect_eq "merged findings" "$(json_get "$tmp/m/summary.json" "[f['signature'] for f in d['findings']]")" "['wrong: vs oracle']"
+  expect_eq "merged findings" "$(json_get "$tmp/m/summary.json" "[f['signature'] for f in d['findings']]")" \
+    "['wrong: vs oracle @ values heads=some rows=whole-requests cols=all']"
   expect_eq "merged finding count" "$(json_get "$tmp/m/summary.json" "d['findings'][0]['count']")" \
     "$(($(json_get "$tmp/s0/summary.json" "d['findings'][0]['count']") + $(json_get "$tmp/s1/summary.json" "d['findings'][0]['count']")))"
   expect_eq "evidence of both parts" "$(json_get "$tmp/m/summary.json" "len(d['findings'][0]['parts'])")" 2
