@@ -52,17 +52,17 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
   if (v.device_error) line["e"] = v.device_error;
   Finding* finding = nullptr;
   if (v.failed() && v.verdict != "input-error") {
-    if (LedgerEntry* known = ledger_.match(v.signature(), opt_.kernel)) {  // counted, not raised again
-      ++known->count;
+    const std::string sig = v.signature();
+    if (ledger_.tolerate(sig, opt_.kernel) != nullptr) {  // counted, not raised again
       ++tolerated_total_;
       if (!v.repro.empty()) fs::remove(v.repro);
-      line["sig"] = v.signature();
+      line["sig"] = sig;
       line["k"] = "ledger";
       journal_.append(line);
       return;
     }
     ++failed_total_;
-    finding = findings_->find(v.signature());
+    finding = findings_->find(sig);
     if (finding) {
       ++finding->count;
       if (!v.repro.empty()) fs::remove(v.repro);

@@ -115,9 +115,13 @@ std::string Supervisor::summary_text(const std::string& reason) const {
   }
   if (!ledger_.path().empty()) {
     os << "  ledger " << ledger_.path() << ": " << tolerated_total_ << " tolerated case(s)\n";
-    for (const LedgerEntry& le : ledger_.entries())
+    for (const LedgerEntry& le : ledger_.entries()) {
       os << "    " << printable(le.signature) << " on " << printable(le.kernel) << "  x" << le.count << "  ("
          << printable(le.reason) << ")\n";
+      // What it tolerated, when that is more than the entry's own text (a glob, a check without bucket).
+      for (const auto& [sig, n] : le.matched)
+        if (sig != le.signature) os << "        tolerated " << printable(sig) << "  x" << n << "\n";
+    }
   }
   os << "  coverage (campaign):\n" << coverage_.text();
   return os.str();

@@ -3,6 +3,8 @@
 // supervisor -> worker (the worker's stdin):
 //   {"op":"case","index":N,"recipe":LINE,"repro":PATH}   run one case; PATH: where to write a repro if it fails
 //   {"op":"repro","recipe":LINE,"repro":PATH}            write a repro (inputs + oracle) without running the target
+//   {"op":"known","sig":SIG}                              the campaign has evidence of SIG: write no repro for it
+//   {"op":"known","sig":PATTERN,"pattern":true}          nor for what matches PATTERN (a ledger entry)
 //   {"op":"quit"}
 // worker -> supervisor (a dedicated pipe, fd kReportFd in the worker; its stdout/stderr go to a log):
 //   {"ev":"ready","target":NAME,"device":TEXT}           once, after the target loaded
