@@ -4,6 +4,7 @@
 // float64 oracle (it must never fail); host:faulty is the same reference with planted faults on
 // chosen cases: a real SIGSEGV, an abort, a hang, a silent exit, or wrong elements where a bug
 // keyed on that field would put them (plant_wrong below).
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <sstream>
@@ -48,13 +49,14 @@ struct FaultRule {
 //   P  a prefix-length bug (say, a tail tile): every head of every row of each request whose P_b
 //      is the value;
 //   T  a draft-count bug: every head of the last draft row of each request whose T_b is the value;
-//   B  a batch-size bug: every head of every row of the last request.
-// Every column of those rows moves by 0.75, far outside any bf16 bound at the generators' magnitudes.
+//   B  a batch-size bug (say, the last work item cut short): the first 64 columns, one column
+//      block of d_v, of every head of every row of the last request.
+// Each element moves by 0.75, far outside any bf16 bound at the generators' magnitudes.
 void plant_wrong(const FaultRule& rule, const Case& c, std::vector<float>& out) {
-  const int64_t H = c.num_heads, dv = c.d_v;
+  const int64_t H = c.num_heads, dv = c.d_v, columns = rule.field == 'B' ? std::min<int64_t>(dv, 64) : dv;
   auto move = [&](int b, int i, int64_t h) {
     const int64_t first = ((c.qo_indptr[static_cast<size_t>(b)] + i) * H + h) * dv;
-    for (int64_t d = 0; d < dv; ++d) out[static_cast<size_t>(first + d)] += 0.75f;
+    for (int64_t d = 0; d < columns; ++d) out[static_cast<size_t>(first + d)] += 0.75f;
   };
   for (int b = 0; b < c.num_requests(); ++b) {
     const bool hit = (rule.field == 'P' && c.prefix_len(b) == rule.value) ||
