@@ -6,6 +6,8 @@
 //   campaign  once, first: schema, version, the settings that define the case stream
 //   run       each start of the supervisor (fresh or --resume)
 //   case      one verdict: index, verdict, size class, seconds, signature and finding id when it failed
+//             (or, instead of the id, k: ledger when the ledger tolerated it, k: extra when it is a
+//             further bucket of a check that has its findings)
 //   finding   a new signature, with its directory;  finding-done  its investigation's outcome
 //   tick      every few seconds: the run's elapsed time (a run killed with -9 has no end line)
 //   end       a clean stop, with the reason
@@ -59,6 +61,7 @@ struct JournalState {
   std::map<std::string, json> finding_done;  // finding id -> its finding-done line
   std::map<std::string, int64_t> hits;       // finding id -> failed cases that carry it
   std::map<std::string, int64_t> tolerated;  // signature -> failed cases the ledger tolerated
+  std::map<std::string, int64_t> extra;      // signature -> failed cases of buckets counted, not filed
   int64_t runs = 0;                          // supervisor starts
   double seconds = 0;                        // sum of the runs' elapsed time (their last tick or end line)
   int64_t torn_lines = 0;                    // lines that did not parse (a torn tail)

@@ -90,6 +90,8 @@ class Supervisor {
   void outcome(Slot& s, const InFlight& f, Verdict v);
   void fuzz_outcome(Slot& s, const InFlight& f, Verdict& v);
   void investigation_outcome(Slot& s, const InFlight& f, const Verdict& v);
+  // Tells every ready worker that `signature` (a ledger pattern when `pattern`) has its evidence.
+  void tell_known(const std::string& signature, bool pattern);
   void start_investigation(Slot& s, Finding& f, const Verdict& v, const std::string& recipe);
   void finish_investigation(Slot& s);
   double deadline_for(int64_t work) const;
@@ -111,6 +113,8 @@ class Supervisor {
   std::unique_ptr<FindingStore> findings_;
   Ledger ledger_;
   int64_t tolerated_total_ = 0;
+  // Failed cases of buckets past kMaxFindingsPerCheck findings of their check, by signature.
+  std::map<std::string, int64_t> extra_;
   Coverage coverage_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::set<int64_t> done_, requeue_;

@@ -47,6 +47,7 @@ void Supervisor::open_campaign() {
       failed_total_ -= n;
       ledger_.tolerate(sig, opt_.kernel, n);
     }
+    extra_ = st.extra;
     earlier_seconds_ = st.seconds;
     run_number_ = st.runs + 1;
     journal_.open_append(dir_ + "/journal.jsonl");

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a verdict does to the campaign: a stream case is journaled and counted (totals, coverage,
-// time by size class); a failure is counted against the ledger, an existing finding or a new one,
-// whose investigation (confirm, shrink, write the repro files) this slot then runs. An
-// investigation's own cases (negative indices) feed it instead.
+// time by size class); a failure is counted against the ledger, an existing finding, a further
+// bucket of a check that has kMaxFindingsPerCheck findings already, or a new finding, whose
+// investigation (confirm, shrink, write the repro files) this slot then runs. An investigation's
+// own cases (negative indices) feed it instead.
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -63,15 +64,28 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
     }
     ++failed_total_;
     finding = findings_->find(sig);
+    const std::string check = signature_check(sig);
+    if (!finding && findings_->count_check(check) >= kMaxFindingsPerCheck) {
+      // One more bucket of a check that has its reproducers: counted, not filed or shrunk.
+      if (extra_[sig]++ == 0) {
+        tell_known(sig, false);
+        say("more of " + printable(check) + ": " + printable(signature_bucket(sig)) + " on case " +
+            std::to_string(f.index) + " (counted, not filed: " + std::to_string(kMaxFindingsPerCheck) +
+            " findings of that check already)");
+      }
+      if (!v.repro.empty()) fs::remove(v.repro);
+      line["sig"] = sig;
+      line["k"] = "extra";
+      journal_.append(line);
+      return;
+    }
     if (finding) {
       ++finding->count;
       if (!v.repro.empty()) fs::remove(v.repro);
     } else {
       finding = &findings_->add(v, f.recipe);
       ++new_findings_;
-      for (auto& other : slots_)
-        if (other->ready && other->proc.command_fd() >= 0)
-          send_message(other->proc.command_fd(), {{"op", "known"}, {"sig", finding->signature}});
+      tell_known(finding->signature, false);
       journal_.append({{"t", "finding"},
                        {"id", finding->id},
                        {"sig", finding->signature},
@@ -89,6 +103,13 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
     line["f"] = finding->id;
   }
   journal_.append(line);
+}
+
+void Supervisor::tell_known(const std::string& signature, bool pattern) {
+  json m{{"op", "known"}, {"sig", signature}};
+  if (pattern) m["pattern"] = true;
+  for (auto& s : slots_)
+    if (s->ready && s->proc.command_fd() >= 0) send_message(s->proc.command_fd(), m);
 }
 
 void Supervisor::start_investigation(Slot& s, Finding& f, const Verdict& v, const std::string& recipe) {

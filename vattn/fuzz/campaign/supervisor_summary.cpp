@@ -113,6 +113,13 @@ std::string Supervisor::summary_text(const std::string& reason) const {
        << "        reproduce: " << FindingStore::rerun_command(opt_.kernel, shrunk) << "\n"
        << "        evidence: " << f->dir << "\n";
   }
+  if (!extra_.empty()) {
+    int64_t cases = 0;
+    for (const auto& [sig, n] : extra_) cases += n;
+    os << "  more buckets, counted and not filed (" << kMaxFindingsPerCheck << " findings per check): " << extra_.size()
+       << " bucket(s), " << cases << " case(s)\n";
+    for (const auto& [sig, n] : extra_) os << "    " << printable(sig) << "  x" << n << "\n";
+  }
   if (!ledger_.path().empty()) {
     os << "  ledger " << ledger_.path() << ": " << tolerated_total_ << " tolerated case(s)\n";
     for (const LedgerEntry& le : ledger_.entries()) {
@@ -154,6 +161,10 @@ void Supervisor::write_summary(const std::string& reason) {
   json fl = json::array();
   for (const Finding* f : findings_->all()) fl.push_back(f->to_json(opt_.kernel));
   j["findings"] = fl;
+  json extra = json::array();
+  for (const auto& [sig, n] : extra_)
+    extra.push_back({{"signature", sig}, {"check", signature_check(sig)}, {"bucket", signature_bucket(sig)}, {"count", n}});
+  j["extra_buckets"] = extra;
   j["tolerated"] = tolerated_total_;
   if (!ledger_.path().empty()) j["ledger"] = ledger_.to_json();
   if (opt_.shard_count > 1 || opt_.shard_index > 0) j["shard"] = {opt_.shard_index, opt_.shard_count};
