@@ -70,8 +70,9 @@ struct TargetOptions {
 std::unique_ptr<Target> make_host_target(const TargetOptions& options);
 
 // What the faulty host target does, and when (exposed for the CLI's help and for tests).
-// RULE = ACTION@FIELD=VALUE: ACTION crash (SIGSEGV) | abort | hang | exit | wrong;
-// FIELD P (some P_b), T (some T_b), H, B. Default: crash@T=17,hang@P=77,wrong@H=3.
+// RULE = ACTION@FIELD=VALUE: ACTION crash (SIGSEGV) | abort | hang | exit | wrong (elements moved
+// where a bug keyed on FIELD would put them: host_targets.cpp); FIELD P (some P_b), T (some T_b),
+// H, B. Default: crash@T=17,hang@P=77,wrong@H=3.
 constexpr const char* kFaultyDefaultRules = "crash@T=17,hang@P=77,wrong@H=3";
 
 // A GPU target factory, installed by the binary that links the GPU code (nullptr: none).
