@@ -315,8 +315,8 @@ def main():
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     try:
-        {"finding": cmd_finding, "findings": cmd_findings, "journal": cmd_journal, "summary": cmd_summary, "no-findings": cmd_no_findings,
-         "pty": cmd_pty}[a.what](a)
+        {"finding": cmd_finding, "findings": cmd_findings, "journal": cmd_journal, "summary": cmd_summary,
+         "no-findings": cmd_no_findings, "pty": cmd_pty}[a.what](a)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         check(False, f"{a.what} {getattr(a, 'dir', '')}: could read and check it", f"{type(e).__name__}: {e}")
     sys.exit(1 if problems else 0)

@@ -71,7 +71,8 @@ TEST_CASE("signature: class, check and bucket, and back from JSON", "[fuzz-signa
 }
 
 TEST_CASE("signature: a verdict journaled before buckets keeps its signature", "[fuzz-signature]") {
-  const json old = json::parse(R"({"index":4,"verdict":"wrong","check":"vs oracle","detail":"FAIL","oracle":"oracle_fp64",
+  const json old =
+      json::parse(R"({"index":4,"verdict":"wrong","check":"vs oracle","detail":"FAIL","oracle":"oracle_fp64",
                                    "target_s":0.01,"oracle_s":0.02,"total_s":0.03})");
   const Verdict v = Verdict::from_json(old);
   CHECK(v.bucket.empty());
@@ -93,7 +94,8 @@ TEST_CASE("signature: what a ledger pattern names", "[fuzz-signature]") {
   CHECK(signature_matches("wrong: vs oracle", request));
   CHECK(signature_matches("wrong: vs oracle", "wrong: vs oracle"));
   CHECK_FALSE(signature_matches("wrong: vs oracle", "wrong: fp32 partials"));
-  CHECK_FALSE(signature_matches("wrong: vs oracle", "wrong: injected fault index-neg: other rows vs oracle @ " + kHeadBug));
+  CHECK_FALSE(
+      signature_matches("wrong: vs oracle", "wrong: injected fault index-neg: other rows vs oracle @ " + kHeadBug));
   CHECK(signature_matches("wrong: fp32 partials", "wrong: fp32 partials"));
   CHECK(signature_matches("crash: *", "crash: signal 11 (SIGSEGV)"));
   // A legacy signature (no bucket) is not named by a bucketed pattern.
@@ -105,7 +107,8 @@ TEST_CASE("signature: a ledger entry tolerates its bucket, and says what it tole
   const std::string head = wrong(kHeadBug).signature(), request = wrong(kRequestBug).signature();
   SECTION("an entry naming one bucket") {
     Ledger l = ledger_file(dir, R"({"schema": "vattn-fuzz-ledger", "version": 2, "entries": [
-      {"signature": "wrong: vs oracle @ )" + kHeadBug + R"(", "reason": "the head bug, known"}]})");
+      {"signature": "wrong: vs oracle @ )" +
+                                    kHeadBug + R"(", "reason": "the head bug, known"}]})");
     CHECK(l.tolerate(head, "split-v2") != nullptr);
     CHECK(l.tolerate(request, "split-v2") == nullptr);
     CHECK(l.entries()[0].count == 1);
@@ -164,11 +167,15 @@ TEST_CASE("signature: a journal with old and bucketed signatures, ledger and ext
     std::ofstream out(path);
     out << R"({"t":"campaign","schema":"vattn-fuzz-journal","version":1,"kernel":"host:faulty","seed":3,"budget":"small","cases":6})"
         << "\n"
-        << R"({"t":"case","i":0,"v":"wrong","c":"short","sig":"wrong: vs oracle","f":"001"})" << "\n"
-        << R"({"t":"finding","id":"001","sig":"wrong: vs oracle","dir":"x","recipe":"B=1 H=3 P=[0] T=[1]"})" << "\n"
+        << R"({"t":"case","i":0,"v":"wrong","c":"short","sig":"wrong: vs oracle","f":"001"})"
+        << "\n"
+        << R"({"t":"finding","id":"001","sig":"wrong: vs oracle","dir":"x","recipe":"B=1 H=3 P=[0] T=[1]"})"
+        << "\n"
         << json{{"t", "case"}, {"i", 1}, {"v", "wrong"}, {"c", "short"}, {"sig", head}, {"f", "002"}}.dump() << "\n"
-        << json{{"t", "case"}, {"i", 2}, {"v", "wrong"}, {"c", "short"}, {"sig", request}, {"k", "extra"}}.dump() << "\n"
-        << json{{"t", "case"}, {"i", 3}, {"v", "wrong"}, {"c", "short"}, {"sig", request}, {"k", "extra"}}.dump() << "\n"
+        << json{{"t", "case"}, {"i", 2}, {"v", "wrong"}, {"c", "short"}, {"sig", request}, {"k", "extra"}}.dump()
+        << "\n"
+        << json{{"t", "case"}, {"i", 3}, {"v", "wrong"}, {"c", "short"}, {"sig", request}, {"k", "extra"}}.dump()
+        << "\n"
         << json{{"t", "case"}, {"i", 4}, {"v", "wrong"}, {"c", "short"}, {"sig", head}, {"k", "ledger"}}.dump() << "\n";
   }
   const auto st = vattn::fuzz::read_journal(path);

@@ -37,8 +37,7 @@ std::string rows_class(const Case& c, const std::vector<double>& ref_out, const 
     if (b >= 0 && b < c.num_requests()) requests.insert(b);
   bool whole = true;
   for (int b : requests)
-    for (int i = 0; i < c.drafts(b) && whole; ++i)
-      whole = rows.count({b, i}) != 0 || !comparable(c, ref_out, b, i);
+    for (int i = 0; i < c.drafts(b) && whole; ++i) whole = rows.count({b, i}) != 0 || !comparable(c, ref_out, b, i);
   if (whole) return "whole-requests";
   for (const auto& [b, i] : rows)
     if (b < 0 || b >= c.num_requests() || i != c.drafts(b) - 1) return "some-rows";
@@ -49,7 +48,7 @@ std::string rows_class(const Case& c, const std::vector<double>& ref_out, const 
 
 std::string error_bucket(const Case& c, const std::vector<double>& ref_out, const CompareReport& r) {
   if (r.pass) return "";
-  const std::string kind = kind_of(r);
+  std::string kind = kind_of(r);
   if (kind == "aggregate" || kind == "vacuous") return kind;
   std::set<std::pair<int, int>> rows;
   std::set<int> heads, blocks;

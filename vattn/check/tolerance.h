@@ -37,7 +37,8 @@ struct OverBoundMap {
   static constexpr int kBlock = 64;
   std::map<int, int64_t> by_request, by_head, by_block;
   std::map<std::pair<int, int>, int64_t> by_row;  // (request, draft)
-  void add(const ElementPos& p);  // an lse position (column -1) counts in no column block
+  // An lse position (column -1) counts in no column block.
+  void add(const ElementPos& p);
   // "over bound: 12 of 4096 elements (0.29%); requests: r0 12 (100%); rows: r0/d3 12; heads: h1 12;
   //  column blocks: 256-319 12", each list its few largest, for `total` elements compared.
   std::string text(int64_t over, int64_t total) const;

@@ -25,11 +25,11 @@ constexpr const char* kLedgerSchema = "vattn-fuzz-ledger";
 constexpr int kLedgerVersion = 2;  // 1 (before buckets) is read too
 
 struct LedgerEntry {
-  std::string signature;     // a signature or a glob over them (fnmatch), e.g. "wrong: fp32 partials"
-  std::string kernel = "*";  // glob over the --kernel text (fnmatch), e.g. "split-v1" or "*"
-  std::string reason;        // why it is tolerated (required, shown everywhere)
-  std::string added;         // who/when, free text (optional)
-  int64_t count = 0;         // cases of this campaign that matched
+  std::string signature;                   // a signature or a glob over them (fnmatch), e.g. "wrong: fp32 partials"
+  std::string kernel = "*";                // glob over the --kernel text (fnmatch), e.g. "split-v1" or "*"
+  std::string reason;                      // why it is tolerated (required, shown everywhere)
+  std::string added;                       // who/when, free text (optional)
+  int64_t count = 0;                       // cases of this campaign that matched
   std::map<std::string, int64_t> matched;  // those cases by their own signature
 };
 

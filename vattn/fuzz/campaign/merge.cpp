@@ -143,7 +143,8 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
         g["parts"].push_back(where);
       }
     }
-    for (const json& e : s.value("extra_buckets", json::array())) extra[text(e, "signature", file)] += e.value("count", int64_t{0});
+    for (const json& e : s.value("extra_buckets", json::array()))
+      extra[text(e, "signature", file)] += e.value("count", int64_t{0});
     if (s.contains("ledger")) {
       for (const json& e : s["ledger"].value("entries", json::array())) {
         const auto key = std::make_pair(e.value("signature", ""), e.value("kernel", "*"));
@@ -172,7 +173,8 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
   // A bucket another part filed as a finding stays in both lists: each part's cap was its own.
   json extras = json::array();
   for (const auto& [sig, n] : extra)
-    extras.push_back({{"signature", sig}, {"check", signature_check(sig)}, {"bucket", signature_bucket(sig)}, {"count", n}});
+    extras.push_back(
+        {{"signature", sig}, {"check", signature_check(sig)}, {"bucket", signature_bucket(sig)}, {"count", n}});
   out["extra_buckets"] = extras;
   return out;
 }

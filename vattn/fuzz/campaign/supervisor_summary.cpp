@@ -163,7 +163,8 @@ void Supervisor::write_summary(const std::string& reason) {
   j["findings"] = fl;
   json extra = json::array();
   for (const auto& [sig, n] : extra_)
-    extra.push_back({{"signature", sig}, {"check", signature_check(sig)}, {"bucket", signature_bucket(sig)}, {"count", n}});
+    extra.push_back(
+        {{"signature", sig}, {"check", signature_check(sig)}, {"bucket", signature_bucket(sig)}, {"count", n}});
   j["extra_buckets"] = extra;
   j["tolerated"] = tolerated_total_;
   if (!ledger_.path().empty()) j["ledger"] = ledger_.to_json();

@@ -73,7 +73,9 @@ std::string signature_bucket(const std::string& signature) {
 }
 
 bool signature_matches(const std::string& pattern, const std::string& signature) {
-  auto glob = [](const std::string& p, const std::string& s) { return p == s || ::fnmatch(p.c_str(), s.c_str(), 0) == 0; };
+  auto glob = [](const std::string& p, const std::string& s) {
+    return p == s || ::fnmatch(p.c_str(), s.c_str(), 0) == 0;
+  };
   if (glob(pattern, signature)) return true;
   return pattern.find(kBucketSeparator) == std::string::npos && glob(pattern, signature_check(signature));
 }
