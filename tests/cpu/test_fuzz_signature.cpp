@@ -136,7 +136,7 @@ TEST_CASE("signature: a ledger entry tolerates its bucket, and says what it tole
   }
 }
 
-TEST_CASE("signature: shrinking keeps the bucket; a finding from before buckets takes any bucket of its check",
+TEST_CASE("signature: shrinking keeps the bucket, but a finding from before buckets takes any bucket of its check",
           "[fuzz-signature]") {
   const Recipe start = Recipe::parse("B=2 H=3 P=[77,5] T=[3,2] tree=chain seed=5");
   // Candidates with H=3 fail in the head bucket, the others (P=77) in the request bucket.
