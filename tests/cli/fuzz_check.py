@@ -14,6 +14,15 @@ that did not (with what it saw), and exits 1 when any failed. Standard library o
       a shrunk recipe that starts with PREFIX (whole fields), count >= N, count equal to the
       journal's case lines that carry its id (and >= --min-hits of them), the listed files
       (non-empty); --argv-out writes reproduce[0], split as a shell would, NUL-separated.
+  fuzz_check.py findings DIR --count K [--check C] [--shrunk PREFIX]... [--legacy SIG] [--extra N]
+      exactly K finding directories, each done, with distinct signatures of check C (class and
+      check, e.g. "wrong: vs oracle"), each "C @ BUCKET" with finding.json's bucket that BUCKET
+      (or, with --legacy, the one finding whose signature is SIG from a journal before buckets,
+      bucket null); each --shrunk PREFIX is the shrunk recipe of exactly one finding; each count
+      equals the journal's case lines with its id and signature; summary.json lists them with the
+      same signature, bucket and count, its failed cases are the findings' counts plus its
+      extra_buckets' (N of them with --extra, else none), and each extra bucket's count equals
+      the journal's k: extra case lines of that signature.
   fuzz_check.py journal DIR [--cases N] [--verdict V] [--runs R] [--end] [--no-end] [--findings K]
       N case lines covering indices 0..N-1 exactly once, all with verdict V, R run lines, an end
       line after the last case line (or none at all), K finding lines.
@@ -141,6 +150,52 @@ def cmd_finding(a):
           "summary.json lists the finding with the same count", [(x.get("id"), x.get("count")) for x in sf])
 
 
+def cmd_findings(a):
+    fdir = os.path.join(a.dir, "findings")
+    entries = sorted(os.listdir(fdir)) if os.path.isdir(fdir) else []
+    check(len(entries) == a.count, f"{a.count} finding directories in {fdir}", entries)
+    journal = read_journal(a.dir)
+    cases = [l for l in journal if l.get("t") == "case"]
+    found = []
+    for name in entries:
+        with open(os.path.join(fdir, name, "finding.json"), encoding="utf-8") as f:
+            found.append(json.load(f))
+    sigs = [j.get("signature", "") for j in found]
+    check(len(set(sigs)) == len(sigs), "the findings' signatures are distinct", sigs)
+    for j in found:
+        sig, fid = j.get("signature", ""), j.get("id")
+        check(j.get("state") == "done", f"finding {fid}: its investigation is done", j.get("state"))
+        if a.legacy is not None and sig == a.legacy:
+            check(j.get("bucket") is None, f"finding {fid}: a signature from before buckets has bucket null", j.get("bucket"))
+        else:
+            check(sig.startswith(a.check + " @ ") and j.get("bucket") == sig[len(a.check) + 3:],
+                  f"finding {fid}: signature '{a.check} @ BUCKET' and finding.json's bucket is BUCKET",
+                  (sig, j.get("bucket")))
+        hits = [l for l in cases if l.get("f") == fid]
+        check(j.get("count") == len(hits) and all(l.get("sig") == sig for l in hits),
+              f"finding {fid}: count equals its journal case lines, which carry its signature",
+              f"count {j.get('count')}, lines {len(hits)}")
+    shrunk = [(j.get("investigation") or {}).get("shrunk_recipe", "") for j in found]
+    for prefix in a.shrunk:
+        match = [r for r in shrunk if r == prefix or r.startswith(prefix + " ")]
+        check(len(match) == 1, f"exactly one finding shrunk to '{prefix}'", shrunk)
+    with open(os.path.join(a.dir, "summary.json"), encoding="utf-8") as f:
+        s = json.load(f)
+    listed = {x.get("signature"): (x.get("bucket"), x.get("count")) for x in s.get("findings", [])}
+    check(listed == {j.get("signature"): (j.get("bucket"), j.get("count")) for j in found},
+          "summary.json lists the findings with the same signature, bucket and count", listed)
+    extra = s.get("extra_buckets", [])
+    check(len(extra) == a.extra, f"summary.json has {a.extra} extra bucket(s)", extra)
+    for e in extra:
+        lines = [l for l in cases if l.get("k") == "extra" and l.get("sig") == e.get("signature")]
+        check(e.get("count") == len(lines) and e.get("check") == a.check and e.get("signature") not in listed,
+              f"extra bucket {e.get('bucket')}: a bucket of {a.check} with no finding, counted as its journal lines",
+              (e, len(lines)))
+    total = sum(j.get("count", 0) for j in found) + sum(e.get("count", 0) for e in extra)
+    check(s.get("failed") == total, "failed = the findings' counts + the extra buckets' counts",
+          (s.get("failed"), total))
+
+
 def cmd_journal(a):
     journal = read_journal(a.dir)
     check(bool(journal) and journal[0].get("t") == "campaign" and journal[0].get("schema") == "vattn-fuzz-journal",
@@ -233,6 +288,13 @@ def main():
     f.add_argument("--min-hits", type=int, default=1)
     f.add_argument("--files", default="")
     f.add_argument("--argv-out")
+    fs = sub.add_parser("findings")
+    fs.add_argument("dir")
+    fs.add_argument("--count", type=int, required=True)
+    fs.add_argument("--check", default="wrong: vs oracle")
+    fs.add_argument("--shrunk", action="append", default=[])
+    fs.add_argument("--legacy")
+    fs.add_argument("--extra", type=int, default=0)
     j = sub.add_parser("journal")
     j.add_argument("dir")
     j.add_argument("--cases", type=int)
@@ -253,8 +315,8 @@ def main():
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     try:
-        {"finding": cmd_finding, "journal": cmd_journal, "summary": cmd_summary, "no-findings": cmd_no_findings,
-         "pty": cmd_pty}[a.what](a)
+        {"finding": cmd_finding, "findings": cmd_findings, "journal": cmd_journal, "summary": cmd_summary,
+         "no-findings": cmd_no_findings, "pty": cmd_pty}[a.what](a)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         check(False, f"{a.what} {getattr(a, 'dir', '')}: could read and check it", f"{type(e).__name__}: {e}")
     sys.exit(1 if problems else 0)

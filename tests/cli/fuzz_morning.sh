@@ -8,10 +8,11 @@
 #            parts, the finding seen by both is one finding with the summed count and both
 #            evidence dirs; overlapping parts, parts of another kernel, a part without
 #            summary.json and an --out that holds a campaign are refused (exit 2, named)
-#   ledger   a ledger entry for the planted signature: its cases are counted against the entry
-#            ("k":"ledger" in the journal), no finding directory, exit 0, the summary lists the
-#            entry with its reason and count; --resume carries the count; broken ledgers exit 2
-#            naming the field
+#   ledger   a version 1 ledger entry for the planted check without bucket ("wrong: vs oracle",
+#            which means every bucket of it): its cases are counted against the entry ("k":"ledger"
+#            in the journal), no finding directory, exit 0, the summary lists the entry with its
+#            reason, count and the bucketed signature it tolerated; --resume carries the count;
+#            broken ledgers exit 2 naming the field (fuzz_buckets.sh: an entry for one bucket)
 #   promote  a finding's shrunk case goes into a corpus with only the oracle's output, replays
 #            PASS, is not added twice; a bad finding dir or --name exits 2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -79,7 +80,8 @@ a, b = (json.load(open(f))["coverage"][sys.argv[3]] for f in sys.argv[1:3])
 print(sorted((k, a.get(k, 0) + b.get(k, 0)) for k in set(a) | set(b)))' "$tmp/s0/summary.json" "$tmp/s1/summary.json" $dim)
     expect_eq "merged coverage $dim" "$(json_get "$tmp/m/summary.json" "sorted(d['coverage']['$dim'].items())")" "$want"
   done
-  expect_eq "merged findings" "$(json_get "$tmp/m/summary.json" "[f['signature'] for f in d['findings']]")" "['wrong: vs oracle']"
+  expect_eq "merged findings" "$(json_get "$tmp/m/summary.json" "[f['signature'] for f in d['findings']]")" \
+    "['wrong: vs oracle @ values heads=some rows=whole-requests cols=all']"
   expect_eq "merged finding count" "$(json_get "$tmp/m/summary.json" "d['findings'][0]['count']")" \
     "$(($(json_get "$tmp/s0/summary.json" "d['findings'][0]['count']") + $(json_get "$tmp/s1/summary.json" "d['findings'][0]['count']")))"
   expect_eq "evidence of both parts" "$(json_get "$tmp/m/summary.json" "len(d['findings'][0]['parts'])")" 2
@@ -123,6 +125,9 @@ JSON
   expect_eq "ledger counts" "$(json_get "$tmp/l/summary.json" "[e['count'] for e in d['ledger']['entries']]")" "[$n, 0]"
   expect_eq "ledger reasons" "$(json_get "$tmp/l/summary.json" "[e['reason'] for e in d['ledger']['entries']]")" \
     "['planted for this test', 'never seen here']"
+  expect_eq "what the entry tolerated" "$(json_get "$tmp/l/summary.json" "d['ledger']['entries'][0]['matched']")" \
+    "{'wrong: vs oracle @ values heads=some rows=whole-requests cols=all': $n}"
+  has tolerated out "tolerated wrong: vs oracle @ values heads=some rows=whole-requests cols=all  x$n"
   # --resume with more cases: the count carries over and grows.
   fuzz resumed --resume "$tmp/l" --cases 60 --ledger "$tmp/ledger.json" "${small[@]:2}"
   want_rc resumed 0
@@ -143,7 +148,7 @@ JSON
   }
   bad notjson '{"schema": ' "is not a JSON object"
   bad schema '{"schema": "x", "version": 1, "entries": []}' "field 'schema'"
-  bad version '{"schema": "vattn-fuzz-ledger", "version": 2, "entries": []}' "field 'version'"
+  bad version '{"schema": "vattn-fuzz-ledger", "version": 3, "entries": []}' "field 'version'"
   bad noreason '{"schema": "vattn-fuzz-ledger", "version": 1, "entries": [{"signature": "s"}]}' "field 'entries[0].reason'"
   bad twice '{"schema": "vattn-fuzz-ledger", "version": 1, "entries": [{"signature": "s", "reason": "r"}, {"signature": "s", "reason": "q"}]}' "repeats the entry"
   fuzz missing --kernel host:bf16-reference "${small[@]}" --cases 2 --ledger "$tmp/none.json" --out "$tmp/never"

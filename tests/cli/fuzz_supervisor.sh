@@ -9,8 +9,9 @@
 #   hang        host:faulty:hang@P=77: the hung worker is ended at the deadline, one NNN-hang finding
 #               "hang: deadline passed" shrunk to B=1 H=1 P=[77] T=[1]; the campaign still runs all
 #               its cases (N case lines and an end line) and leaves no worker behind
-#   wrong       host:faulty:wrong@H=3: one NNN-wrong finding "wrong: vs oracle" shrunk to
-#               B=1 H=3 P=[0] T=[1]; `vattn replay` of its repro files fails (the stored output)
+#   wrong       host:faulty:wrong@H=3: one NNN-wrong finding "wrong: vs oracle @ <bucket>" (the
+#               last head of every row: heads=some rows=whole-requests) shrunk to B=1 H=3 P=[0]
+#               T=[1]; `vattn replay` of its repro files fails (the stored output)
 #   duplicates  host:faulty:wrong@H=8 (a third of the cases), two workers: one finding whose count
 #               equals the journal's case lines that carry its id, and is > 1
 #   clean       host:bf16-reference: exit 0, no findings, every case line "pass", summary.json
@@ -38,6 +39,8 @@
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/fuzz_lib.sh"
 mode=$2
+# The signature of host:faulty's wrong@H=N: its bucket says one head of every row is wrong.
+head_bug="wrong: vs oracle @ values heads=some rows=whole-requests cols=all"
 
 # repro_argv FILE: the command fuzz_check.py --argv-out wrote, with our vattn for "vattn".
 repro_argv() {
@@ -109,7 +112,7 @@ wrong)
   fuzz wrong --kernel host:faulty:wrong@H=3 "${small[@]}" --cases 30 --seed 3 --out "$d"
   want_rc wrong 1
   has wrong out "[001] wrong: vs oracle"
-  check finding "$d" --class wrong --sig-is "wrong: vs oracle" --first-has H=3 --confirmed \
+  check finding "$d" --class wrong --sig-is "$head_bug" --first-has H=3 --confirmed \
     --shrunk "B=1 H=3 P=[0] T=[1]" --files repro.h5,shrunk.h5 --argv-out "$tmp/reproduce.argv"
   check journal "$d" --cases 30 --runs 1 --end --findings 1
   # The repro files hold the faulty output: replaying them fails against the stored oracle.
@@ -123,7 +126,7 @@ wrong)
     repro_argv "$tmp/reproduce.argv"
     run reproduce "${argv[@]}"
     want_rc reproduce 1
-    has reproduce out "FAIL wrong: vs oracle  B=1 H=3 P=[0] T=[1] "
+    has reproduce out "FAIL $head_bug  B=1 H=3 P=[0] T=[1] "
   fi
   fuzz pass --kernel host:faulty:wrong@H=3 --recipe "B=1 H=2 P=[0] T=[1]"
   want_rc pass 0
@@ -134,7 +137,7 @@ duplicates)
   fuzz dup --kernel host:faulty:wrong@H=8 "${small[@]}" --cases 60 --seed 3 --workers 2 --out "$d"
   want_rc dup 1
   has dup out "findings: 1 "
-  check finding "$d" --class wrong --sig-is "wrong: vs oracle" --first-has H=8 --min-count 2 --min-hits 2
+  check finding "$d" --class wrong --sig-is "$head_bug" --first-has H=8 --min-count 2 --min-hits 2
   check journal "$d" --cases 60 --runs 1 --end --findings 1
   for w in host0 host1; do
     grep -q "\"g\":\"$w\"" "$d/journal.jsonl" && echo "ok: $w ran cases" || fail "worker $w ran no case"
@@ -145,7 +148,7 @@ stop)
   fuzz stop --kernel host:faulty:wrong@H=3 "${small[@]}" --cases 100000 --seed 3 --stop-after-findings 1 --out "$d"
   want_rc stop 1
   has stop out "stopped: 1 finding (--stop-after-findings 1)"
-  check finding "$d" --class wrong --sig-is "wrong: vs oracle" --first-has H=3 --confirmed --shrunk "B=1 H=3 P=[0] T=[1]"
+  check finding "$d" --class wrong --sig-is "$head_bug" --first-has H=3 --confirmed --shrunk "B=1 H=3 P=[0] T=[1]"
   n=$(case_lines "$d")
   if [ "$n" -ge 1 ] && [ "$n" -lt 20000 ]; then echo "ok: stopped after $n of 100000 cases"
   else fail "stopped after $n of 100000 cases (expected far fewer)"; fi
@@ -260,8 +263,9 @@ lines = [seg for line in raw.split("\r\n") for seg in line.split("\r\x1b[K")]
 bad = []
 if not re.search(r"\r\x1b\[K\d\d:\d\d:\d\d  cases \d+ \(", raw):
     bad.append("no progress line with 'cases'")
-if not any(l.startswith("FINDING 001 wrong: vs oracle on case ") for l in lines):
-    bad.append("no line starting with 'FINDING 001 wrong: vs oracle on case'")
+finding = "FINDING 001 wrong: vs oracle @ values heads=some rows=whole-requests cols=all on case "
+if not any(l.startswith(finding) for l in lines):
+    bad.append(f"no line starting with '{finding}'")
 if not any(l.startswith("FINDING 001 shrunk in ") and "B=1 H=3 P=[0] T=[1] " in l for l in lines):
     bad.append("no line 'FINDING 001 shrunk in ...' with the shrunk recipe")
 if not any(l == "vattn fuzz: 30 cases, 1 finding" for l in lines):

@@ -88,6 +88,7 @@ else
   exit 1
 fi
 for text in "host:faulty:wrong@H=3" "host:bf16-reference" "1 finding" "wrong: vs oracle" "only A" \
+            "where the errors sit" "values heads=some rows=whole-requests cols=all" \
             "vattn fuzz --kernel host:faulty:wrong@H=3 --recipe"; do
   check "the page has: $text" grep -qF -- "$text" "$html"
 done

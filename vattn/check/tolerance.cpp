@@ -146,7 +146,7 @@ void OverBoundMap::add(const ElementPos& p) {
   ++by_request[p.request];
   ++by_row[{p.request, p.draft}];
   ++by_head[p.head];
-  ++by_block[p.column / kBlock];
+  if (p.column >= 0) ++by_block[p.column / kBlock];
 }
 
 namespace {
@@ -245,6 +245,7 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
     const double x = out[i], y = ref64.out[i];
     if (std::isfinite(x) != std::isfinite(y)) {
       if (r.nonfinite_mismatch++ == 0) first_nf = static_cast<int64_t>(i);
+      r.nonfinite_where.add(locate(c, static_cast<int64_t>(i), false));
       continue;
     }
     if (!std::isfinite(y)) continue;
@@ -271,6 +272,7 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
     const double x = lse[i], y = ref64.lse[i];
     if (lse_class(x) != lse_class(y)) {
       ++lse_nf;
+      r.nonfinite_where.add(locate(c, static_cast<int64_t>(i), true));
       if (r.nonfinite_mismatch++ == 0) {
         r.first_nonfinite_mismatch = locate(c, static_cast<int64_t>(i), true);
         first_nf_text = describe_position(c.name, r.first_nonfinite_mismatch) + ": value " + num_full(x) + ", oracle " +
@@ -286,7 +288,10 @@ CompareReport compare(const Case& c, const Reference& ref64, const Reference& bf
         (std::sqrt(static_cast<double>(c.d_qk)) * ref64.lse_scale[i] + std::fabs(y) + std::max(std::sqrt(n), n / 64.0));
     const double ratio = over(err, bound);
     r.lse_max_err = std::max(r.lse_max_err, err);
-    if (ratio > 1.0) ++lse_over;
+    if (ratio > 1.0) {
+      ++lse_over;
+      r.lse_where.add(locate(c, static_cast<int64_t>(i), true));
+    }
     if (ratio > r.lse_worst_err_over_bound || r.lse_worst.index < 0) {
       r.lse_worst_err_over_bound = ratio;
       r.lse_worst = locate(c, static_cast<int64_t>(i), true);

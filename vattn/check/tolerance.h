@@ -37,6 +37,7 @@ struct OverBoundMap {
   static constexpr int kBlock = 64;
   std::map<int, int64_t> by_request, by_head, by_block;
   std::map<std::pair<int, int>, int64_t> by_row;  // (request, draft)
+  // An lse position (column -1) counts in no column block.
   void add(const ElementPos& p);
   // "over bound: 12 of 4096 elements (0.29%); requests: r0 12 (100%); rows: r0/d3 12; heads: h1 12;
   //  column blocks: 256-319 12", each list its few largest, for `total` elements compared.
@@ -58,6 +59,8 @@ struct CompareReport {
   OverBoundMap over_where;         // where the elements over bound are
   int64_t nonfinite_mismatch = 0;  // NaN/Inf positions (out and lse) differing from the oracle's
   ElementPos first_nonfinite_mismatch;
+  OverBoundMap nonfinite_where;  // where those positions are (lse rows: no column block)
+  OverBoundMap lse_where;        // the lse rows over their bound
   double lse_max_err = 0, lse_worst_err_over_bound = 0;
   ElementPos lse_worst;
   bool lse_checked = true;  // false: the producer stored no lse (out alone was held to the model)

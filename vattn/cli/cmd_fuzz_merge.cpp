@@ -56,6 +56,9 @@ void print_merged(const json& m, const std::string& dir) {
                 static_cast<long long>(f.value("count", int64_t{0})), f["parts"].size(),
                 printable(f["parts"][0].value("evidence", "")).c_str());
   }
+  for (const json& e : m.value("extra_buckets", json::array()))
+    std::printf("    %s  x%lld  (more buckets: counted, not filed)\n", printable(e.value("signature", "")).c_str(),
+                static_cast<long long>(e.value("count", int64_t{0})));
   std::printf("  summary: %s/summary.json\n", dir.c_str());
 }
 

@@ -39,10 +39,11 @@ json read_finding(const std::string& dir) {
   return j;
 }
 
-// "wrong: vs oracle" + recipe -> "wrong-vs-oracle-1a2b3c4d": readable, and stable for one recipe.
+// "wrong: vs oracle @ BUCKET" + recipe -> "wrong-vs-oracle-1a2b3c4d": readable, and stable for one
+// recipe (the bucket is left out: it would be cut short, and the recipe's hash tells files apart).
 std::string default_name(const json& finding, const std::string& recipe) {
   std::string slug;
-  for (const char ch : finding.value("signature", "finding")) {
+  for (const char ch : fuzz::signature_check(finding.value("signature", "finding"))) {
     const bool word = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'Z');
     if (word)
       slug += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);

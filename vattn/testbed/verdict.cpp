@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "vattn/testbed/verdict.h"
 
+#include "vattn/check/error_bucket.h"
+
 namespace vattn::testbed {
 
 CompareReport compare_to(const Case& c, const References& refs, const std::vector<float>& out,
@@ -21,6 +23,8 @@ Verdict compare_verdict(const Case& c, const References& refs, const std::vector
     v.verdict = "wrong";
     v.check = "vs oracle";
     v.detail = rep.summary_line();
+    // Where the errors sit tells bugs of this one check apart (a wrong head, a wrong request).
+    v.bucket = error_bucket(c, refs.ref->out, rep);
   }
   if (report != nullptr) *report = std::move(rep);
   return v;

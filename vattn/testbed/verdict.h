@@ -38,6 +38,7 @@ struct Verdict {
   std::string check;             // which check decided ("vs oracle", "fp32 partials", ...)
   std::string detail;            // one line of evidence
   std::string oracle;            // kOracleFp64 | kNaiveGpuOracle | ""
+  std::string bucket;            // where a wrong answer's errors sit (vattn/check/error_bucket.h); "" for none
   uint32_t device_error = 0;     // the device error word the run left
   bool failed() const { return verdict != "pass"; }
 };
@@ -47,7 +48,7 @@ CompareReport compare_to(const Case& c, const References& refs, const std::vecto
                          const std::vector<float>& lse, const std::string& result_label);
 
 // compare_to() as a Verdict: "pass", or "wrong" (check "vs oracle") with the report's summary
-// line as detail. `report`, when given, receives the report.
+// line as detail and its error bucket. `report`, when given, receives the report.
 Verdict compare_verdict(const Case& c, const References& refs, const std::vector<float>& out,
                         const std::vector<float>& lse, const std::string& result_label,
                         CompareReport* report = nullptr);

@@ -22,6 +22,9 @@ json Finding::to_json(const std::string& kernel) const {
          {"signature", signature},
          {"class", first.verdict},
          {"check", first.check},
+         // Where the errors sit; null for a check without buckets, and for a wrong answer
+         // journaled before buckets (its signature has none: a bucket of its own).
+         {"bucket", signature_bucket(signature).empty() ? json(nullptr) : json(signature_bucket(signature))},
          {"detail", first.detail},
          {"count", count},
          {"state", state},
@@ -46,6 +49,13 @@ FindingStore::FindingStore(std::string campaign_dir, std::string kernel)
 Finding* FindingStore::find(const std::string& signature) {
   auto it = by_signature_.find(signature);
   return it == by_signature_.end() ? nullptr : it->second;
+}
+
+int FindingStore::count_check(const std::string& check) const {
+  int n = 0;
+  for (const auto& f : findings_)
+    if (signature_check(f->signature) == check) ++n;
+  return n;
 }
 
 Finding& FindingStore::add(const Verdict& v, const std::string& recipe) {

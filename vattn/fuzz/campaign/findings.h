@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Findings of a campaign: one directory per distinct signature (DIR/findings/NNN-<class>/) with
-// finding.json (class, check, evidence, count, first case, shrunk recipe, how to reproduce) and
-// the repro files. A bug hit ten thousand times is one directory with a count.
+// finding.json (class, check, bucket, evidence, count, first case, shrunk recipe, how to
+// reproduce) and the repro files. A bug hit ten thousand times is one directory with a count.
+// A check gets at most kMaxFindingsPerCheck directories, one per bucket (where its errors sit):
+// a further bucket of that check is counted, not filed (the supervisor's extra buckets).
 #pragma once
 
 #include <map>
@@ -13,6 +15,8 @@
 #include "vattn/fuzz/protocol/protocol.h"
 
 namespace vattn::fuzz {
+
+constexpr int kMaxFindingsPerCheck = 3;
 
 struct Finding {
   std::string id;   // "001"
@@ -31,6 +35,8 @@ class FindingStore {
  public:
   FindingStore(std::string campaign_dir, std::string kernel);
   Finding* find(const std::string& signature);
+  // Findings whose signature has the check (class and check) `check`, whatever their bucket.
+  int count_check(const std::string& check) const;
   // A new finding for a failed case; moves the worker's repro (if any) into its directory.
   Finding& add(const Verdict& v, const std::string& recipe);
   // Restores a finding from the journal and its finding.json on --resume.

@@ -52,7 +52,7 @@ void Investigation::finish(const std::string& why) {
 void Investigation::feed(const Verdict& outcome) {
   if (done_) return;
   ++runs_;
-  const bool same = outcome.signature() == signature_;
+  const bool same = same_failure(signature_, outcome.signature());
   if (confirming_) {
     confirming_ = false;
     confirmed_ = same;

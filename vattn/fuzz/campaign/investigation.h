@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What happens to a new finding: confirm it (a crash or hang is re-run in a fresh worker first),
 // then shrink it with the recipe shrinks of vattn/fuzz/gen/gen_recipe.cpp, in their order: take the first
-// candidate that fails with the same signature, start again from it, stop when none does or a
+// candidate that fails with the same signature (bucket included: a candidate that fails elsewhere
+// is another bug; same_failure() in protocol.h), start again from it, stop when none does or a
 // budget runs out. Pure logic: the supervisor runs each recipe and feeds back its verdict.
 #pragma once
 

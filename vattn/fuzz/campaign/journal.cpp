@@ -108,6 +108,7 @@ JournalState read_journal(const std::string& path) {
         ++s.by_class[j.value("c", "?")];
         if (j.contains("f")) ++s.hits[j.at("f").get<std::string>()];
         if (j.value("k", "") == "ledger") ++s.tolerated[j.value("sig", "?")];
+        if (j.value("k", "") == "extra") ++s.extra[j.value("sig", "?")];
       } else if (t == "resource") {
         ++s.resource_errors;
         if (j.value("then", "") == "retry") ++s.resource_retried;

@@ -6,6 +6,8 @@
 //   campaign  once, first: schema, version, the settings that define the case stream
 //   run       each start of the supervisor (fresh or --resume)
 //   case      one verdict: index, verdict, size class, seconds, signature and finding id when it failed
+//             (or, instead of the id, k: ledger when the ledger tolerated it, k: extra when it is a
+//             further bucket of a check that has its findings)
 //   resource  a case (or an investigation's run, or a worker start) that failed for want of a
 //             resource: retried on a fresh worker, or given up (then a case line "resource" follows)
 //   finding   a new signature, with its directory;  finding-done  its investigation's outcome
@@ -63,6 +65,7 @@ struct JournalState {
   std::map<std::string, int64_t> tolerated;  // signature -> failed cases the ledger tolerated
   int64_t resource_errors = 0;               // resource lines
   int64_t resource_retried = 0;              // resource lines that said "retry"
+  std::map<std::string, int64_t> extra;      // signature -> failed cases of buckets counted, not filed
   int64_t runs = 0;                          // supervisor starts
   double seconds = 0;                        // sum of the runs' elapsed time (their last tick or end line)
   int64_t torn_lines = 0;                    // lines that did not parse (a torn tail)

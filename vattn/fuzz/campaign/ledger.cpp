@@ -30,8 +30,9 @@ Ledger Ledger::load(const std::string& path) {
   if (j.is_discarded() || !j.is_object()) throw InputError(path, "", "ledger", "is not a JSON object");
   if (j.value("schema", "") != kLedgerSchema)
     throw InputError(path, "", "schema", std::string("must be '") + kLedgerSchema + "'");
-  if (!j.contains("version") || !j.at("version").is_number_integer() || j.at("version").get<int>() != kLedgerVersion)
-    throw InputError(path, "", "version", "this vattn reads ledger version " + std::to_string(kLedgerVersion));
+  if (!j.contains("version") || !j.at("version").is_number_integer() || j.at("version").get<int>() < 1 ||
+      j.at("version").get<int>() > kLedgerVersion)
+    throw InputError(path, "", "version", "this vattn reads ledger versions 1 to " + std::to_string(kLedgerVersion));
   if (!j.contains("entries") || !j.at("entries").is_array())
     throw InputError(path, "", "entries", "must be an array (it may be empty)");
   Ledger l;
@@ -56,8 +57,17 @@ Ledger Ledger::load(const std::string& path) {
 
 LedgerEntry* Ledger::match(const std::string& signature, const std::string& kernel) {
   for (LedgerEntry& e : entries_)
-    if (e.signature == signature && ::fnmatch(e.kernel.c_str(), kernel.c_str(), 0) == 0) return &e;
+    if (signature_matches(e.signature, signature) && ::fnmatch(e.kernel.c_str(), kernel.c_str(), 0) == 0) return &e;
   return nullptr;
+}
+
+LedgerEntry* Ledger::tolerate(const std::string& signature, const std::string& kernel, int64_t cases) {
+  LedgerEntry* e = match(signature, kernel);
+  if (e != nullptr) {
+    e->count += cases;
+    e->matched[signature] += cases;
+  }
+  return e;
 }
 
 json Ledger::to_json() const {
@@ -67,7 +77,8 @@ json Ledger::to_json() const {
                        {"kernel", e.kernel},
                        {"reason", e.reason},
                        {"added", e.added},
-                       {"count", e.count}});
+                       {"count", e.count},
+                       {"matched", e.matched}});
   return {{"file", path_}, {"entries", entries}};
 }
 

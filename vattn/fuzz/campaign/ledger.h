@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // The ledger of known, tolerated findings (vattn/fuzz/ledger.json, `vattn fuzz --ledger FILE`): each
-// entry names a signature, the kernels it applies to (a glob) and why it is tolerated. A failed
-// case whose signature matches an entry is counted against that entry and journaled, but it is
-// not raised again: no finding directory, no shrinking, and it does not make the exit code 1.
-// Every summary and report lists the whole ledger with its counts, so nothing is hidden.
+// entry names a signature (or a glob over signatures), the kernels it applies to (a glob) and why
+// it is tolerated. A failed case whose signature matches an entry is counted against that entry
+// and journaled, but it is not raised again: no finding directory, no shrinking, and it does not
+// make the exit code 1. Every summary and report lists the whole ledger with its counts, and each
+// entry the signatures it tolerated, so an entry that tolerates more than its author meant shows.
+// A wrong answer's signature carries its bucket ("wrong: vs oracle @ values heads=some ..."): an
+// entry that names it, or globs over it, tolerates that bucket only; an entry without a bucket
+// ("wrong: vs oracle", all a version 1 file could say) tolerates every bucket of its check
+// (signature_matches() in protocol.h). Version 2 files may use buckets and globs; version 1
+// files are read the same way.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,14 +22,15 @@
 namespace vattn::fuzz {
 
 constexpr const char* kLedgerSchema = "vattn-fuzz-ledger";
-constexpr int kLedgerVersion = 1;
+constexpr int kLedgerVersion = 2;  // 1 (before buckets) is read too
 
 struct LedgerEntry {
-  std::string signature;     // exact, e.g. "wrong: fp32 partials"
-  std::string kernel = "*";  // glob over the --kernel text (fnmatch), e.g. "split-v1" or "*"
-  std::string reason;        // why it is tolerated (required, shown everywhere)
-  std::string added;         // who/when, free text (optional)
-  int64_t count = 0;         // cases of this campaign that matched
+  std::string signature;                   // a signature or a glob over them (fnmatch), e.g. "wrong: fp32 partials"
+  std::string kernel = "*";                // glob over the --kernel text (fnmatch), e.g. "split-v1" or "*"
+  std::string reason;                      // why it is tolerated (required, shown everywhere)
+  std::string added;                       // who/when, free text (optional)
+  int64_t count = 0;                       // cases of this campaign that matched
+  std::map<std::string, int64_t> matched;  // those cases by their own signature
 };
 
 class Ledger {
@@ -32,12 +40,14 @@ class Ledger {
   // Reads and validates FILE; InputError naming the file and the field (e.g. entries[2].reason).
   static Ledger load(const std::string& path);
 
-  // The entry that tolerates `signature` on `kernel`, or nullptr.
+  // The entry that tolerates `signature` on `kernel` (the first that matches), or nullptr.
   LedgerEntry* match(const std::string& signature, const std::string& kernel);
+  // Counts `cases` failed cases of `signature` against the entry that tolerates them, if any.
+  LedgerEntry* tolerate(const std::string& signature, const std::string& kernel, int64_t cases = 1);
   const std::vector<LedgerEntry>& entries() const { return entries_; }
   const std::string& path() const { return path_; }
   bool empty() const { return entries_.empty(); }
-  // {"file", "entries": [{signature, kernel, reason, added, count}]} for summary.json.
+  // {"file", "entries": [{signature, kernel, reason, added, count, matched}]} for summary.json.
   json to_json() const;
 
  private:

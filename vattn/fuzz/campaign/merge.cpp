@@ -75,6 +75,7 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
            {"parts", json::array()}};
   std::map<uint64_t, std::map<int64_t, std::string>> owner;  // seed -> case index -> part that ran it
   std::map<std::string, size_t> finding_at;                  // signature -> index in out["findings"]
+  std::map<std::string, int64_t> extra;                      // signature -> cases (extra_buckets)
   std::map<std::pair<std::string, std::string>, size_t> ledger_at;
   json ledger_entries = json::array();
   std::set<uint64_t> seeds;
@@ -142,6 +143,8 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
         g["parts"].push_back(where);
       }
     }
+    for (const json& e : s.value("extra_buckets", json::array()))
+      extra[text(e, "signature", file)] += e.value("count", int64_t{0});
     if (s.contains("ledger")) {
       for (const json& e : s["ledger"].value("entries", json::array())) {
         const auto key = std::make_pair(e.value("signature", ""), e.value("kernel", "*"));
@@ -150,8 +153,10 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
           ledger_at[key] = ledger_entries.size();
           ledger_entries.push_back(e);
         } else {
-          ledger_entries[it->second]["count"] =
-              ledger_entries[it->second].value("count", int64_t{0}) + e.value("count", int64_t{0});
+          json& g = ledger_entries[it->second];
+          g["count"] = g.value("count", int64_t{0}) + e.value("count", int64_t{0});
+          if (!g.contains("matched")) g["matched"] = json::object();
+          add_counts(g["matched"], e.value("matched", json::object()));
         }
       }
     }
@@ -165,6 +170,12 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
   out["stopped"] = "merged " + std::to_string(part_dirs.size()) + " part(s)";
   out["this_run"] = {{"elapsed_s", elapsed}, {"cases", cases_run}, {"long_cases", long_run}};
   if (!ledger_entries.empty()) out["ledger"] = {{"file", "(merged)"}, {"entries", ledger_entries}};
+  // A bucket another part filed as a finding stays in both lists: each part's cap was its own.
+  json extras = json::array();
+  for (const auto& [sig, n] : extra)
+    extras.push_back(
+        {{"signature", sig}, {"check", signature_check(sig)}, {"bucket", signature_bucket(sig)}, {"count", n}});
+  out["extra_buckets"] = extras;
   return out;
 }
 

@@ -122,6 +122,8 @@ class Supervisor {
   void fuzz_outcome(Slot& s, const InFlight& f, Verdict& v);
   void resource_outcome(Slot& s, const InFlight& f, const Verdict& v);
   void investigation_outcome(Slot& s, const InFlight& f, const Verdict& v);
+  // Tells every ready worker that `signature` (a ledger pattern when `pattern`) has its evidence.
+  void tell_known(const std::string& signature, bool pattern);
   void start_investigation(Slot& s, Finding& f, const Verdict& v, const std::string& recipe);
   void start_waiting_investigations();
   void finish_investigation(Slot& s);
@@ -149,6 +151,8 @@ class Supervisor {
   Ledger ledger_;
   json mix_;  // the campaign line's "mix" (null: the stream has no mix table)
   int64_t tolerated_total_ = 0;
+  // Failed cases of buckets past kMaxFindingsPerCheck findings of their check, by signature.
+  std::map<std::string, int64_t> extra_;
   Coverage coverage_;
   std::vector<std::unique_ptr<Slot>> slots_;          // stream slots, one per GPU or host slot
   std::vector<std::unique_ptr<Slot>> investigators_;  // investigators_[i] shares slots_[i]'s GPU

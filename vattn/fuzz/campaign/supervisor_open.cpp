@@ -62,8 +62,9 @@ void Supervisor::open_campaign() {
     for (const auto& [sig, n] : st.tolerated) {
       tolerated_total_ += n;
       failed_total_ -= n;
-      if (LedgerEntry* e = ledger_.match(sig, opt_.kernel)) e->count += n;
+      ledger_.tolerate(sig, opt_.kernel, n);
     }
+    extra_ = st.extra;
     earlier_seconds_ = st.seconds;
     run_number_ = st.runs + 1;
     journal_.open_append(dir_ + "/journal.jsonl");

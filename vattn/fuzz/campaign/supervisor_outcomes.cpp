@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a verdict does to the campaign: a stream case is journaled and counted (totals, coverage,
-// time by size class); a failure is counted against the ledger, an existing finding or a new one,
-// whose investigation (confirm, shrink, write the repro files) the slot's investigator then runs
-// beside the stream. An investigation's own cases (negative indices) feed it instead. A case that
-// failed for want of a resource is retried on a fresh worker, then journaled as not run.
+// time by size class); a failure is counted against the ledger, an existing finding, a further
+// bucket of a check that has kMaxFindingsPerCheck findings already, or a new finding, whose
+// investigation (confirm, shrink, write the repro files) the slot's investigator then runs beside
+// the stream. An investigation's own cases (negative indices) feed it instead. A case that failed
+// for want of a resource is retried on a fresh worker, then journaled as not run.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -112,26 +113,39 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
   if (v.device_error) line["e"] = v.device_error;
   Finding* finding = nullptr;
   if (v.failed() && v.verdict != "input-error" && !not_run) {
-    if (LedgerEntry* known = ledger_.match(v.signature(), opt_.kernel)) {  // counted, not raised again
-      ++known->count;
+    const std::string sig = v.signature();
+    if (ledger_.tolerate(sig, opt_.kernel) != nullptr) {  // counted, not raised again
       ++tolerated_total_;
       if (!v.repro.empty()) fs::remove(v.repro);
-      line["sig"] = v.signature();
+      line["sig"] = sig;
       line["k"] = "ledger";
       journal_.append(line);
       return;
     }
     ++failed_total_;
-    finding = findings_->find(v.signature());
+    finding = findings_->find(sig);
+    const std::string check = signature_check(sig);
+    if (!finding && findings_->count_check(check) >= kMaxFindingsPerCheck) {
+      // One more bucket of a check that has its reproducers: counted, not filed or shrunk.
+      if (extra_[sig]++ == 0) {
+        tell_known(sig, false);
+        say("more of " + printable(check) + ": " + printable(signature_bucket(sig)) + " on case " +
+            std::to_string(f.index) + " (counted, not filed: " + std::to_string(kMaxFindingsPerCheck) +
+            " findings of that check already)");
+      }
+      if (!v.repro.empty()) fs::remove(v.repro);
+      line["sig"] = sig;
+      line["k"] = "extra";
+      journal_.append(line);
+      return;
+    }
     if (finding) {
       ++finding->count;
       if (!v.repro.empty()) fs::remove(v.repro);
     } else {
       finding = &findings_->add(v, f.recipe);
       new_this_run_.insert(finding);
-      for (auto& other : slots_)
-        if (other->ready && other->proc.command_fd() >= 0)
-          send_message(other->proc.command_fd(), {{"op", "known"}, {"sig", finding->signature}});
+      tell_known(finding->signature, false);
       journal_.append({{"t", "finding"},
                        {"id", finding->id},
                        {"sig", finding->signature},
@@ -149,6 +163,13 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
     line["f"] = finding->id;
   }
   journal_.append(line);
+}
+
+void Supervisor::tell_known(const std::string& signature, bool pattern) {
+  json m{{"op", "known"}, {"sig", signature}};
+  if (pattern) m["pattern"] = true;
+  for (auto& s : slots_)
+    if (s->ready && s->proc.command_fd() >= 0) send_message(s->proc.command_fd(), m);
 }
 
 void Supervisor::start_investigation(Slot& s, Finding& f, const Verdict& v, const std::string& recipe) {

@@ -260,8 +260,9 @@ void Supervisor::handle(Slot& s, const json& m) {
     s.ready = true;
     s.startup_failures = 0;
     for (Finding* f : findings_->all()) send_message(s.proc.command_fd(), {{"op", "known"}, {"sig", f->signature}});
-    for (const LedgerEntry& e : ledger_.entries())
-      send_message(s.proc.command_fd(), {{"op", "known"}, {"sig", e.signature}});
+    for (const auto& extra : extra_) send_message(s.proc.command_fd(), {{"op", "known"}, {"sig", extra.first}});
+    for (const LedgerEntry& e : ledger_.entries())  // a pattern: a glob, or a check with any bucket
+      send_message(s.proc.command_fd(), {{"op", "known"}, {"sig", e.signature}, {"pattern", true}});
   } else if (ev == "fatal") {
     s.fatal = m.value("reason", "");
     s.fatal_usage = m.value("usage", false);

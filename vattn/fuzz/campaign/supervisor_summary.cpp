@@ -212,11 +212,22 @@ std::string Supervisor::summary_text(const std::string& reason) const {
        << "        reproduce: " << FindingStore::rerun_command(opt_.kernel, shrunk) << "\n"
        << "        evidence: " << f->dir << "\n";
   }
+  if (!extra_.empty()) {
+    int64_t cases = 0;
+    for (const auto& [sig, n] : extra_) cases += n;
+    os << "  more buckets, counted and not filed (" << kMaxFindingsPerCheck << " findings per check): " << extra_.size()
+       << " bucket(s), " << cases << " case(s)\n";
+    for (const auto& [sig, n] : extra_) os << "    " << printable(sig) << "  x" << n << "\n";
+  }
   if (!ledger_.path().empty()) {
     os << "  ledger " << ledger_.path() << ": " << tolerated_total_ << " tolerated case(s)\n";
-    for (const LedgerEntry& le : ledger_.entries())
+    for (const LedgerEntry& le : ledger_.entries()) {
       os << "    " << printable(le.signature) << " on " << printable(le.kernel) << "  x" << le.count << "  ("
          << printable(le.reason) << ")\n";
+      // What it tolerated, when that is more than the entry's own text (a glob, a check without bucket).
+      for (const auto& [sig, n] : le.matched)
+        if (sig != le.signature) os << "        tolerated " << printable(sig) << "  x" << n << "\n";
+    }
   }
   os << "  coverage (campaign):\n" << coverage_.text();
   return os.str();
@@ -264,6 +275,11 @@ void Supervisor::write_summary(const std::string& reason) {
   }
   j["findings"] = fl;
   j["unconfirmed"] = unconfirmed;
+  json extra = json::array();
+  for (const auto& [sig, n] : extra_)
+    extra.push_back(
+        {{"signature", sig}, {"check", signature_check(sig)}, {"bucket", signature_bucket(sig)}, {"count", n}});
+  j["extra_buckets"] = extra;
   j["tolerated"] = tolerated_total_;
   if (!ledger_.path().empty()) j["ledger"] = ledger_.to_json();
   if (opt_.shard_count > 1 || opt_.shard_index > 0) j["shard"] = {opt_.shard_index, opt_.shard_count};

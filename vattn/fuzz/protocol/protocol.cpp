@@ -5,6 +5,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
+
+#include <fnmatch.h>
 
 #include <unistd.h>
 
@@ -46,15 +49,41 @@ bool LineReader::next(json& message) {
 
 std::string Verdict::signature() const {
   if (verdict == "pass") return "";
-  if (verdict == "wrong" || verdict == "refused") return verdict + ": " + check;
+  std::string base;
   if (verdict == "device-error") {
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%x", device_error);
-    return verdict + ": " + check + " " + buf;
+    base = verdict + ": " + check + " " + buf;
+  } else if (verdict == "wrong" || verdict == "refused" || verdict == "guard" || !detail.empty()) {
+    base = verdict + ": " + check;
+  } else {
+    base = verdict;  // a crash / died / hang that left no word of what ended it
   }
-  if (verdict == "guard") return verdict + ": " + check;
-  // crash / died / hang: what ended the worker (signal name, CUDA error, exit status)
-  return detail.empty() ? verdict : verdict + ": " + check;
+  return bucket.empty() ? base : base + kBucketSeparator + bucket;
+}
+
+std::string signature_check(const std::string& signature) {
+  const size_t at = signature.find(kBucketSeparator);
+  return at == std::string::npos ? signature : signature.substr(0, at);
+}
+
+std::string signature_bucket(const std::string& signature) {
+  const size_t at = signature.find(kBucketSeparator);
+  return at == std::string::npos ? std::string() : signature.substr(at + std::strlen(kBucketSeparator));
+}
+
+bool signature_matches(const std::string& pattern, const std::string& signature) {
+  auto glob = [](const std::string& p, const std::string& s) {
+    return p == s || ::fnmatch(p.c_str(), s.c_str(), 0) == 0;
+  };
+  if (glob(pattern, signature)) return true;
+  return pattern.find(kBucketSeparator) == std::string::npos && glob(pattern, signature_check(signature));
+}
+
+bool same_failure(const std::string& first_signature, const std::string& signature) {
+  if (signature == first_signature) return true;
+  return first_signature.find(kBucketSeparator) == std::string::npos && !first_signature.empty() &&
+         signature_check(signature) == first_signature;
 }
 
 json Verdict::to_json() const {
@@ -62,6 +91,7 @@ json Verdict::to_json() const {
   if (!check.empty()) j["check"] = check;
   if (!detail.empty()) j["detail"] = detail;
   if (!oracle.empty()) j["oracle"] = oracle;
+  if (!bucket.empty()) j["bucket"] = bucket;
   if (!repro.empty()) j["repro"] = repro;
   if (device_error) j["device_error"] = device_error;
   j["target_s"] = target_s;
@@ -77,6 +107,7 @@ Verdict Verdict::from_json(const json& j) {
   v.check = j.value("check", std::string());
   v.detail = j.value("detail", std::string());
   v.oracle = j.value("oracle", std::string());
+  v.bucket = j.value("bucket", std::string());
   v.repro = j.value("repro", std::string());
   v.device_error = j.value("device_error", uint32_t{0});
   v.target_s = j.value("target_s", 0.0);

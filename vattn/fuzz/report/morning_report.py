@@ -41,10 +41,11 @@ SUMMARY_FIELDS = {
     "kernel": str, "seed": int, "budget": str, "campaign": str, "stopped": str, "this_run": dict,
     "campaign_cases": int, "failed": int, "suite_errors": int, "verdicts": dict, "coverage": dict,
     "workers": list, "findings": list, "ledger": dict, "tolerated": int, "shard": list,
-    "merged_from": list, "parts": list,
+    "merged_from": list, "parts": list, "extra_buckets": list,
 }
 # The fields of each finding read here that are not plain text or numbers.
-FINDING_FIELDS = {"first_case": dict, "investigation": dict, "reproduce": list, "parts": list}
+FINDING_FIELDS = {"first_case": dict, "investigation": dict, "reproduce": list, "parts": list, "bucket": str}
+BUCKET_SEPARATOR = " @ "  # between a signature's check and its bucket (vattn/fuzz/protocol/protocol.h)
 REQUIRED_FIELDS = ("kernel", "campaign_cases", "verdicts", "coverage", "findings")
 JSON_TYPE_NAMES = {str: "string", int: "integer", dict: "object", list: "array"}
 CASE_LINE = '"t":"case"'  # how a journal's case line is told without parsing it (read_journal)
@@ -109,7 +110,7 @@ def check_summary_fields(summary, path):
     ledger = summary.get("ledger") or {}
     check_types(ledger, {"entries": list}, "ledger.", path)
     lists = {"findings": summary["findings"], "workers": summary.get("workers"), "parts": summary.get("parts"),
-             "ledger.entries": ledger.get("entries")}
+             "ledger.entries": ledger.get("entries"), "extra_buckets": summary.get("extra_buckets")}
     for where, items in lists.items():
         for index, item in enumerate(items or []):
             if not isinstance(item, dict):
@@ -621,24 +622,49 @@ def evidence_link(path):
     return file_link(path) if path.is_dir() else Markup(f"{code(path)} (missing)")
 
 
+def signature_parts(signature):
+    """A signature's check (class and check) and its bucket ("" when it has none)."""
+    check, _, bucket = str(signature).partition(BUCKET_SEPARATOR)
+    return check, bucket
+
+
+def bucket_cell(signature):
+    """Where a finding's errors sit: its bucket, or a dash for a check without one (and for a wrong
+    answer journaled before buckets, whose signature is a bucket of its own)."""
+    bucket = signature_parts(signature)[1]
+    return code(bucket) if bucket else "\u2014"
+
+
 def finding_row(campaign, finding):
     """One row of the findings table."""
     reproduce = finding.get("reproduce") or [""]
     detail = Markup(f'<div class="small">{esc(finding.get("detail", ""))}</div>')
-    signature = Markup(f'{esc(finding.get("signature", ""))}{detail}')
+    signature = str(finding.get("signature", ""))
+    check = Markup(f'{esc(signature_parts(signature)[0])}{detail}')
     evidence = Markup("<br>".join(evidence_link(d) for d in evidence_dirs(campaign, finding)) or "(none)")
-    return (finding.get("id", ""), finding.get("class", ""), signature, finding.get("count", ""),
+    return (finding.get("id", ""), finding.get("class", ""), check, bucket_cell(signature), finding.get("count", ""),
             finding.get("state", ""), finding_recipe(finding), code(reproduce[0]), evidence)
 
 
 def findings_section(campaign):
-    """Every finding: what it is, how often, its shrunk recipe, the line that re-runs it, its files."""
+    """Every finding: what it is, where its errors sit, how often, its shrunk recipe, the line that re-runs
+    it, its files; then the further buckets of checks that had their findings (counted, not filed)."""
     findings = campaign.summary["findings"]
-    if not findings:
-        return section("findings", "Findings", note("nothing found"))
-    rows = [finding_row(campaign, f) for f in findings]
-    headers = ("id", "class", "signature", "count", "state", "recipe", "re-run", "evidence")
-    return section("findings", f"Findings ({len(findings)})", table(headers, rows, "findings"))
+    extra = campaign.summary.get("extra_buckets") or []
+    parts = []
+    if findings:
+        rows = [finding_row(campaign, f) for f in findings]
+        headers = ("id", "class", "check", "where the errors sit", "count", "state", "recipe", "re-run", "evidence")
+        parts.append(table(headers, rows, "findings"))
+    else:
+        parts.append(note("nothing found"))
+    if extra:
+        rows = [(signature_parts(e.get("signature", ""))[0], bucket_cell(e.get("signature", "")), e.get("count", ""))
+                for e in extra]
+        parts.append(note(f"More buckets of checks that have their findings: counted, not filed "
+                          f"({len(extra)} bucket{'s' if len(extra) != 1 else ''})"))
+        parts.append(table(("check", "where the errors sit", "count"), rows))
+    return section("findings", f"Findings ({len(findings)})" if findings else "Findings", *parts)
 
 
 def ledger_section(campaign):
@@ -647,11 +673,20 @@ def ledger_section(campaign):
     if not ledger:
         return section("ledger", "Ledger", note("no ledger"))
     rows = [(e.get("signature", ""), code(e.get("kernel", "")), e.get("reason", ""), e.get("added", ""),
-             e.get("count", "")) for e in ledger.get("entries") or []]
+             e.get("count", ""), tolerated_cell(e)) for e in ledger.get("entries") or []]
     parts = [note(f"file: {ledger.get('file', '')}")]
-    parts.append(table(("signature", "kernel", "reason", "added", "cases this campaign"), rows) if rows
-                 else note("the ledger has no entries"))
+    headers = ("signature", "kernel", "reason", "added", "cases this campaign", "tolerated signatures")
+    parts.append(table(headers, rows) if rows else note("the ledger has no entries"))
     return section("ledger", "Ledger (tolerated findings)", *parts)
+
+
+def tolerated_cell(entry):
+    """The signatures a ledger entry tolerated, with their counts: a glob, or a check named without a
+    bucket, may tolerate more buckets than its author had seen."""
+    matched = entry.get("matched")
+    if not isinstance(matched, dict) or not matched:
+        return ""
+    return Markup("<br>".join(f"{esc(signature)} \u00d7{esc(count)}" for signature, count in matched.items()))
 
 
 def workers_section(campaign):

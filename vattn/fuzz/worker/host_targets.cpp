@@ -2,8 +2,10 @@
 // Host targets: the suite's supervisor, journal, findings and shrinking are exercised without a
 // GPU through these. host:bf16-reference is the bf16-emulating CPU reference held to the
 // float64 oracle (it must never fail); host:faulty is the same reference with planted faults on
-// chosen cases: a real SIGSEGV, an abort, a hang, a silent exit, or a wrong element; or the
-// resource error a full GPU gives the suite's own allocations. Each, or only a recipe's first run.
+// chosen cases: a real SIGSEGV, an abort, a hang, a silent exit, wrong elements where a bug keyed
+// on that field would put them (plant_wrong below), or the resource error a full GPU gives the
+// suite's own allocations. Each, or only a recipe's first run.
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <functional>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -61,6 +64,34 @@ bool first_run(const std::string& rule, const Recipe& r) {
   throw std::runtime_error("host:faulty " + rule + ": cannot create " + mark + ": " + std::strerror(errno));
 }
 
+// A wrong answer where a real bug keyed on the rule's field would put it, so that two rules make
+// two findings (their buckets, vattn/check/error_bucket.h, differ) and one rule hit on many
+// shapes makes one:
+//   H  a head-count bug (say, a remainder head group): the last head of every row;
+//   P  a prefix-length bug (say, a tail tile): every head of every row of each request whose P_b
+//      is the value;
+//   T  a draft-count bug: every head of the last draft row of each request whose T_b is the value;
+//   B  a batch-size bug (say, the last work item cut short): the first 64 columns, one column
+//      block of d_v, of every head of every row of the last request.
+// Each element moves by 0.75, far outside any bf16 bound at the generators' magnitudes.
+void plant_wrong(const FaultRule& rule, const Case& c, std::vector<float>& out) {
+  const int64_t H = c.num_heads, dv = c.d_v, columns = rule.field == 'B' ? std::min<int64_t>(dv, 64) : dv;
+  auto move = [&](int b, int i, int64_t h) {
+    const int64_t first = ((c.qo_indptr[static_cast<size_t>(b)] + i) * H + h) * dv;
+    for (int64_t d = 0; d < columns; ++d) out[static_cast<size_t>(first + d)] += 0.75f;
+  };
+  for (int b = 0; b < c.num_requests(); ++b) {
+    const bool hit = (rule.field == 'P' && c.prefix_len(b) == rule.value) ||
+                     (rule.field == 'T' && c.drafts(b) == rule.value) ||
+                     (rule.field == 'B' && b == c.num_requests() - 1);
+    for (int i = 0; i < c.drafts(b); ++i) {
+      if (rule.field == 'H') move(b, i, H - 1);
+      if (!hit || (rule.field == 'T' && i != c.drafts(b) - 1)) continue;
+      for (int64_t h = 0; h < H; ++h) move(b, i, h);
+    }
+  }
+}
+
 std::vector<FaultRule> parse_rules(const std::string& text) {
   std::vector<FaultRule> rules;
   std::stringstream in(text);
@@ -108,7 +139,7 @@ class HostReference : public Target {
   bool device_variants() const override { return false; }
 
   Check run(const Case& c, const Recipe& r, std::shared_ptr<void> /*prepared*/) override {
-    std::string wrong;
+    std::vector<const FaultRule*> wrong;
     for (const auto& rule : rules_) {
       if (!rule.matches(r)) continue;
       if (rule.once && !first_run(rule.action + "@" + rule.field + "=" + std::to_string(rule.value), r)) continue;
@@ -125,15 +156,15 @@ class HostReference : public Target {
                                                  std::to_string(rule.value) +
                                                  ": cudaMalloc of the case's buffers failed: cudaErrorMemoryAllocation "
                                                  "(planted)");
-      } else if (wrong.empty()) {
-        wrong = std::string("wrong@") + rule.field + "=" + std::to_string(rule.value);
+      } else {
+        wrong.push_back(&rule);  // every wrong rule that matches: two bugs can meet in one case
       }
     }
     // The code under test: what a correct bf16 kernel computes.
     auto result = std::make_shared<Reference>(reference_bf16_emulated(c));
     auto out = std::make_shared<std::vector<float>>(result->out.begin(), result->out.end());
     auto lse = std::make_shared<std::vector<float>>(result->lse.begin(), result->lse.end());
-    if (!wrong.empty() && !out->empty()) (*out)[out->size() / 2] += 0.75f;  // far outside any bf16 bound
+    for (const FaultRule* rule : wrong) plant_wrong(*rule, c, *out);
     return [this, &c, result, out, lse](const ReproRequest& repro) {
       const Reference ref = oracle_fp64(c);
       Verdict v = testbed::compare_verdict(c, {&ref, result.get(), testbed::kOracleFp64}, *out, *lse, name_);

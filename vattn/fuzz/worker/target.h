@@ -74,10 +74,11 @@ struct TargetOptions {
 std::unique_ptr<Target> make_host_target(const TargetOptions& options);
 
 // What the faulty host target does, and when (exposed for the CLI's help and for tests).
-// RULE = ACTION@FIELD=VALUE: ACTION crash (SIGSEGV) | abort | hang | exit | wrong | oom (the
-// ResourceError a full device gives the suite's cudaMalloc); ACTION-once does it only on a
-// recipe's first run, in any worker process (marks in kFaultyStateVariable's directory);
-// FIELD P (some P_b), T (some T_b), H, B. Default: crash@T=17,hang@P=77,wrong@H=3.
+// RULE = ACTION@FIELD=VALUE: ACTION crash (SIGSEGV) | abort | hang | exit | wrong (elements moved
+// where a bug keyed on FIELD would put them: host_targets.cpp) | oom (the ResourceError a full
+// device gives the suite's cudaMalloc); ACTION-once does it only on a recipe's first run, in any
+// worker process (marks in kFaultyStateVariable's directory); FIELD P (some P_b), T (some T_b),
+// H, B. Default: crash@T=17,hang@P=77,wrong@H=3.
 constexpr const char* kFaultyDefaultRules = "crash@T=17,hang@P=77,wrong@H=3";
 constexpr const char* kFaultyStateVariable = "VATTN_FAULTY_STATE";
 

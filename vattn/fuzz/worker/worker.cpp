@@ -121,20 +121,29 @@ class Pool {
 };
 
 // Signatures the campaign has evidence of already (op "known"): their repros are not written again.
+// A ledger entry comes as a pattern (a glob, or a check with any bucket: signature_matches()).
 class KnownSignatures {
  public:
-  void add(const std::string& s) {
+  void add(const std::string& s, bool pattern) {
     std::lock_guard<std::mutex> lock(mu_);
-    known_.insert(s);
+    if (pattern) {
+      patterns_.push_back(s);
+    } else {
+      known_.insert(s);
+    }
   }
   bool has(const std::string& s) {
     std::lock_guard<std::mutex> lock(mu_);
-    return known_.count(s) != 0;
+    if (known_.count(s) != 0) return true;
+    for (const std::string& p : patterns_)
+      if (signature_matches(p, s)) return true;
+    return false;
   }
 
  private:
   std::mutex mu_;
   std::set<std::string> known_;
+  std::vector<std::string> patterns_;
 };
 
 struct Job {
@@ -249,7 +258,7 @@ int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factor
           return;
         }
         if (op == "known") {
-          known.add(m.value("sig", ""));
+          known.add(m.value("sig", ""), m.value("pattern", false));
           continue;
         }
         if (op != "case" && op != "repro") continue;
