@@ -80,7 +80,7 @@ Attempt run_once(const CampaignOptions& options, const Recipe& recipe, const std
                        ", kernels/vattn_abi.h) to run it; leave sms= and "
                        "sm_blocks= out of the line to run it with this GPU's plan\n",
                        recipe.sms, options.kernel.c_str(), printable(m.value("target", std::string("?"))).c_str());
-          return 2;
+          return {std::nullopt, 2};
         }
         ready = true;
         send_message(
