@@ -210,8 +210,8 @@ Recipe Recipe::parse(const std::string& line) {
     if (l.max_requests < batch)
       bad("limits", "max_requests " + std::to_string(l.max_requests) + " is below B=" + std::to_string(batch));
     if (l.max_total_drafts < total_drafts)
-      bad("limits", "max_total_drafts " + std::to_string(l.max_total_drafts) + " is below sum T=" +
-                        std::to_string(total_drafts));
+      bad("limits",
+          "max_total_drafts " + std::to_string(l.max_total_drafts) + " is below sum T=" + std::to_string(total_drafts));
     if (l.max_drafts_per_request < longest)
       bad("limits", "max_drafts_per_request " + std::to_string(l.max_drafts_per_request) +
                         " is below the largest T_b=" + std::to_string(longest));
