@@ -94,6 +94,40 @@ def main():
         else:
             print("ok: a file the package wrote replays with vattn")
 
+        # The writer never writes through a link nor leaves a temporary behind: a link planted at
+        # the old fixed temporary name (written.h5.tmp) and one at the final path both point at a
+        # file outside the folder, which stays as it was; a write that fails leaves nothing.
+        outside = os.path.join(tmp, "outside.txt")
+        with open(outside, "w") as f:
+            f.write("precious\n")
+        box = os.path.join(tmp, "box")
+        os.mkdir(box)
+        os.symlink(outside, os.path.join(box, "a.h5.tmp"))
+        vattn.write(os.path.join(box, "a.h5"), vattn.Header(source="synthetic:k26"), src.cases)
+        os.symlink(outside, os.path.join(box, "b.h5"))
+        try:
+            vattn.write(os.path.join(box, "b.h5"), vattn.Header(source="synthetic:k26"), src.cases)
+            failures.append("write to a path that is a symbolic link did not raise")
+        except vattn.CaseFileError as e:
+            if "symbolic link" not in str(e):
+                failures.append(f"write to a symbolic link raised, but did not say why: {e}")
+        try:
+            vattn.write(os.path.join(box, "c.h5"), vattn.Header(source="synthetic:k26", optional={"colour": "red"}),
+                        src.cases)
+            failures.append("write with a header attribute outside the schema did not raise")
+        except vattn.CaseFileError:
+            pass
+        with open(outside) as f:
+            if f.read() != "precious\n":
+                failures.append("a file outside the folder was written through a planted link")
+        left = sorted(set(os.listdir(box)) - {"a.h5", "a.h5.tmp", "b.h5"})
+        if left or not os.path.islink(os.path.join(box, "a.h5.tmp")) or os.path.islink(os.path.join(box, "a.h5")):
+            failures.append(f"after the writes the folder holds {sorted(os.listdir(box))}: expected a.h5 (a file) "
+                            "and the two planted links, no temporary")
+        if vattn.read(os.path.join(box, "a.h5")).cases[0].name != src.cases[0].name:
+            failures.append("a.h5, written beside a planted link, does not read back")
+        print("ok: the writer refuses a linked path, writes beside planted links, leaves no temporary")
+
         # Recipe lines: the package's parser refuses what vattn's refuses, with the same field and words.
         before = len(failures)
         for line in ["B=1 H=x P=[0] T=[1]", "B=2 P=[1,2,3] T=[1]", "H=8 P=[1]", "P=[1] T=[0]", "P=1,2 T=[1]",

@@ -3,11 +3,12 @@
 // --shard of one stream) become one summary.json and one report (vattn/fuzz/campaign/merge.h).
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "vattn/case/case.h"
+#include "vattn/case/fd_write.h"
 #include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
+#include "vattn/fuzz/campaign/campaign_lock.h"
 #include "vattn/fuzz/campaign/merge.h"
 #include "vattn/fuzz/campaign/report_runner.h"
 
@@ -20,15 +21,13 @@ namespace {
 
 // Writes DIR/summary.json atomically; refuses a directory that holds a campaign of its own.
 void write_merged(const std::string& dir, const json& summary) {
+  if (const long pid = fuzz::campaign_lock_holder(dir))
+    throw InputError(dir, "", "--out", fuzz::held_by_text(dir, pid));
   if (fs::exists(dir + "/journal.jsonl"))
     throw InputError(dir, "", "--out", "holds a campaign (journal.jsonl); merge into a directory of its own");
   fs::create_directories(dir);
-  const std::string tmp = dir + "/summary.json.tmp";
-  std::ofstream out(tmp);
-  out << summary.dump(2) << "\n";
-  out.close();
-  if (!out) throw InputError(tmp, "", "--out", "cannot be written");
-  fs::rename(tmp, dir + "/summary.json");
+  const std::string why = replace_file(dir + "/summary.json", summary.dump(2) + "\n", Durability::kSynced);
+  if (!why.empty()) throw InputError(dir + "/summary.json", "", "--out", why);
 }
 
 void print_merged(const json& m, const std::string& dir) {

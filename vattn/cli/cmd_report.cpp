@@ -3,12 +3,16 @@
 // campaign. The page is made by vattn/fuzz/report/morning_report.py (matplotlib); this command finds it
 // and passes the options on, so people need only one program name.
 #include <cstdio>
+#include <filesystem>
 
 #include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
+#include "vattn/fuzz/campaign/campaign_lock.h"
 #include "vattn/fuzz/campaign/report_runner.h"
 
 namespace vattn::cli {
+
+namespace fs = std::filesystem;
 
 int cmd_report(int argc, char** argv) {
   Args args("report", "DIR [--compare DIR_B] [--out FILE]",
@@ -37,6 +41,14 @@ int cmd_report(int argc, char** argv) {
     }
   } catch (const UsageError& e) {
     return args.usage_error(e.what());
+  }
+  // The report reads a running campaign without its lock (a snapshot), but does not write into the
+  // folder of one: that campaign writes its own report.html when it stops.
+  const std::string out_dir = args.has("out") ? fs::path(args.get("out")).parent_path().string() : pass.front();
+  if (const long pid = fuzz::campaign_lock_holder(out_dir.empty() ? "." : out_dir)) {
+    std::fprintf(stderr, "vattn report: %s; it writes its report when it stops (--out FILE elsewhere writes one now)\n",
+                 fuzz::held_by_text(out_dir, pid).c_str());
+    return kExitBadInput;
   }
   const fuzz::ReportRun r = fuzz::run_report(self_exe(), pass);
   if (!r.output.empty()) std::fprintf(r.code == 0 ? stdout : stderr, "%s\n", r.output.c_str());

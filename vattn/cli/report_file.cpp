@@ -3,9 +3,7 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -16,12 +14,6 @@ namespace vattn::cli {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string system_reason() { return std::strerror(errno); }
-
-}  // namespace
-
 std::string report_path_problem(const std::string& path, const std::vector<std::string>& inputs) {
   std::error_code ec;
   for (const auto& in : inputs)
@@ -30,24 +22,9 @@ std::string report_path_problem(const std::string& path, const std::vector<std::
 }
 
 std::string write_report(const std::string& path, const std::string& text) {
-  const std::string target = write_target(path);
-  const std::string tmp = folder_of(target) + "/." + fs::path(target).filename().string() + ".tmp" +
-                          std::to_string(static_cast<long>(::getpid()));
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return "cannot create " + tmp + ": " + system_reason();
-  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const std::string write_error = wrote ? "" : system_reason();
-  if (std::fclose(f) != 0 || !wrote) {
-    const std::string why = wrote ? system_reason() : write_error;
-    std::remove(tmp.c_str());
-    return "writing " + tmp + " failed: " + why;
-  }
-  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
-    const std::string why = system_reason();
-    std::remove(tmp.c_str());
-    return "cannot move the report into place: " + why;
-  }
-  return "";
+  // A report named through a link replaces the link's target (write_target.h); the file itself is
+  // then written like every other file of the suite.
+  return replace_file(write_target(path), text, Durability::kBuffered);
 }
 
 StdoutForReport::StdoutForReport(bool active) {

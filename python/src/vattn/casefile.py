@@ -1,8 +1,10 @@
 """Reading and writing case files (docs/case-format.md, format vattn-cases v1)."""
 
+import contextlib
 import dataclasses
 import datetime
 import os
+import tempfile
 from typing import Optional
 
 import h5py
@@ -201,47 +203,56 @@ def write(path, header, cases):
         if not c.name or c.name == "." or "/" in c.name or names.count(c.name) > 1:
             raise CaseFileError(path, c.name, "", "cannot write: a case name must be unique, non-empty, not '.', without '/'")
         validate(c, path)
-    tmp = path + ".tmp"
-    with h5py.File(tmp, "w") as f:
-        f.attrs["format"] = FORMAT_NAME
-        f.attrs["format_version"] = np.int32(FORMAT_VERSION)
-        f.attrs["source"] = header.source
-        f.attrs["created"] = header.created or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        f.attrs["generator"] = header.generator or "vattn (python) 0.1.0"
-        for k, v in header.optional.items():
-            if k not in OPTIONAL_HEADER:
-                raise CaseFileError(path, "", k, "cannot write: not a root attribute of the schema (model, gpu, notes)")
-            f.attrs[k] = v
-        root = f.create_group("cases")
-        for c in cases:
-            g = root.create_group(c.name)
-            for k in ("num_heads", "d_qk", "d_v"):
-                g.attrs[k] = np.int32(getattr(c, k))
-            g.attrs["num_requests"] = np.int32(c.num_requests)
-            g.attrs["sm_scale"] = np.float64(c.sm_scale)
-            if c.recipe:
-                g.attrs["recipe"] = c.recipe
-            for k, v in c.int_attrs.items():
-                g.attrs[k] = np.int64(v)
-            for k, (t, _required) in DATASETS.items():
-                v = getattr(c, k)
-                if v is None:
-                    continue
-                d = g.create_dataset(k, data=np.ascontiguousarray(v, dtype=t), **_storage(v, t))
-                if k in BF16:
-                    d.attrs["dtype"] = "bfloat16"
-            if c.outputs:
-                og = g.create_group("outputs")
-                for o in c.outputs:
-                    p = og.create_group(o.producer)
-                    p.attrs["description"] = o.description
-                    t = np.float32 if o.producer == ORACLE else np.uint16
-                    d = p.create_dataset("out", data=np.ascontiguousarray(o.out, dtype=t), **_storage(o.out, t))
-                    if o.producer != ORACLE:
+    if os.path.islink(path):
+        raise CaseFileError(path, "", "", "cannot write: it is a symbolic link (the file is replaced, never written through)")
+    # A fresh temporary beside it (mkstemp: O_CREAT|O_EXCL|O_NOFOLLOW), renamed into place; removed on any failure.
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=os.path.basename(path) + ".tmp-")
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "w+b") as fo, h5py.File(fo, "w") as f:
+            f.attrs["format"] = FORMAT_NAME
+            f.attrs["format_version"] = np.int32(FORMAT_VERSION)
+            f.attrs["source"] = header.source
+            f.attrs["created"] = header.created or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            f.attrs["generator"] = header.generator or "vattn (python) 0.1.0"
+            for k, v in header.optional.items():
+                if k not in OPTIONAL_HEADER:
+                    raise CaseFileError(path, "", k, "cannot write: not a root attribute of the schema (model, gpu, notes)")
+                f.attrs[k] = v
+            root = f.create_group("cases")
+            for c in cases:
+                g = root.create_group(c.name)
+                for k in ("num_heads", "d_qk", "d_v"):
+                    g.attrs[k] = np.int32(getattr(c, k))
+                g.attrs["num_requests"] = np.int32(c.num_requests)
+                g.attrs["sm_scale"] = np.float64(c.sm_scale)
+                if c.recipe:
+                    g.attrs["recipe"] = c.recipe
+                for k, v in c.int_attrs.items():
+                    g.attrs[k] = np.int64(v)
+                for k, (t, _required) in DATASETS.items():
+                    v = getattr(c, k)
+                    if v is None:
+                        continue
+                    d = g.create_dataset(k, data=np.ascontiguousarray(v, dtype=t), **_storage(v, t))
+                    if k in BF16:
                         d.attrs["dtype"] = "bfloat16"
-                    if o.lse is not None:
-                        p.create_dataset("lse", data=np.ascontiguousarray(o.lse, dtype=np.float32))
-    os.replace(tmp, path)
+                if c.outputs:
+                    og = g.create_group("outputs")
+                    for o in c.outputs:
+                        p = og.create_group(o.producer)
+                        p.attrs["description"] = o.description
+                        t = np.float32 if o.producer == ORACLE else np.uint16
+                        d = p.create_dataset("out", data=np.ascontiguousarray(o.out, dtype=t), **_storage(o.out, t))
+                        if o.producer != ORACLE:
+                            d.attrs["dtype"] = "bfloat16"
+                        if o.lse is not None:
+                            p.create_dataset("lse", data=np.ascontiguousarray(o.lse, dtype=np.float32))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _storage(a, t):

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "vattn/case/case.h"
+#include "vattn/case/fd_write.h"
 
 namespace vattn::fuzz {
 
@@ -108,13 +109,8 @@ Finding& FindingStore::restore(const json& line, const json* done_line, int64_t 
 }
 
 void FindingStore::save(const Finding& f) const {
-  const std::string path = f.dir + "/finding.json", tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << f.to_json(kernel_).dump(2) << "\n";
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  fs::rename(tmp, path);
+  const std::string why = replace_file(f.dir + "/finding.json", f.to_json(kernel_).dump(2) + "\n", Durability::kSynced);
+  if (!why.empty()) throw std::runtime_error("finding " + why);
 }
 
 std::vector<Finding*> FindingStore::all() {

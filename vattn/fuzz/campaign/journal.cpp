@@ -28,14 +28,14 @@ Journal::~Journal() {
 
 void Journal::create(const std::string& path) {
   path_ = path;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0) throw InputError(path, "", "journal", std::string("cannot create: ") + std::strerror(errno));
   last_sync_ = now_s();
 }
 
 void Journal::open_append(const std::string& path) {
   path_ = path;
-  fd_ = ::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
+  fd_ = ::open(path.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   if (fd_ < 0) throw InputError(path, "", "journal", std::string("cannot open: ") + std::strerror(errno));
   // Cut a torn last line (no newline: the supervisor died inside a write) so the next line
   // starts clean.

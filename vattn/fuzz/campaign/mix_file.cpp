@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "vattn/fuzz/campaign/mix_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -162,17 +159,8 @@ std::string mix_digest(const std::string& bytes) {
 
 std::string write_mix_file(const std::string& path, const json& doc) {
   const std::string text = doc.dump() + "\n";
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) throw InputError(tmp, "", "mix", std::string("cannot create: ") + std::strerror(errno));
-  const bool ok = write_all(fd, text.data(), text.size()) && ::fsync(fd) == 0;
-  const int err = errno;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(ok ? errno : err);
-    ::unlink(tmp.c_str());
-    throw InputError(path, "", "mix", "cannot be written: " + why);
-  }
+  const std::string why = replace_file(path, text, Durability::kSynced);
+  if (!why.empty()) throw InputError(path, "", "mix", why);
   return mix_digest(text);
 }
 

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,8 +22,6 @@
 namespace vattn::fuzz {
 
 namespace supervisor_detail {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -96,13 +93,18 @@ int Supervisor::run() {
     // not load is only seen by the first worker (the supervisor never loads CUDA code).
     if (is_host_target(opt_.kernel)) (void)make_host_target(TargetOptions{opt_.kernel, GenBudget::small()});
     make_slots();
-    open_campaign();
+    try {
+      open_campaign();
+    } catch (...) {
+      remove_created();
+      throw;
+    }
   } else {
     open_campaign();
     make_slots();
   }
-  fs::create_directories(dir_ + "/workers");
-  fs::create_directories(dir_ + "/pending");
+  make_dir(dir_ + "/workers");
+  make_dir(dir_ + "/pending");
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -179,14 +181,9 @@ int Supervisor::run() {
   if (!fatal_reason_.empty() && cases_this_run_ == 0) {
     std::fprintf(stderr, "vattn fuzz: nothing could run: %s\n", printable(fatal_reason_).c_str());
     journal_.append({{"t", "end"}, {"run", run_number_}, {"elapsed_s", since(t0_)}, {"reason", fatal_reason_}});
-    if (fresh) {
-      // A campaign that never ran a case leaves nothing behind: the same --out works once fixed.
-      journal_.close();
-      std::error_code ec;
-      for (const char* entry : {"journal.jsonl", "findings", "workers", "pending", "summary.json"})
-        fs::remove_all(dir_ + "/" + entry, ec);
-      fs::remove(dir_, ec);  // only if empty: it may have held the user's files before
-    }
+    // A campaign that never ran a case leaves nothing behind: the same --out works once fixed.
+    // Only what this run created goes; a --resume created nothing worth removing.
+    if (fresh) remove_created();
     return 2;
   }
   const std::string reason = fatal_reason_.empty() ? stop_reason_ : stop_reason_ + ": " + fatal_reason_;

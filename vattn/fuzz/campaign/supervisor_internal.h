@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "vattn/fuzz/campaign/campaign_lock.h"
 #include "vattn/fuzz/campaign/coverage.h"
 #include "vattn/fuzz/campaign/findings.h"
 #include "vattn/fuzz/campaign/investigation.h"
@@ -104,6 +105,12 @@ class Supervisor {
  private:
   // setup
   void open_campaign();
+  // --out: refuses a folder that is neither new, nor empty (its lock file aside), and takes it.
+  void claim_new_folder();
+  // Makes a directory of the campaign; remembered when this run created it.
+  void make_dir(const std::string& path);
+  // A fresh campaign that cannot start: removes what this run created (newest first), nothing else.
+  void remove_created();
   void make_slots();
   std::vector<std::string> worker_argv(const Slot& s) const;
   int worker_threads() const;
@@ -145,6 +152,9 @@ class Supervisor {
 
   CampaignOptions opt_;
   std::string dir_;
+  CampaignLock lock_;                      // DIR/.lock, held for the supervisor's life
+  std::vector<std::string> created_dirs_;  // --out made DIR (and these folders above it), innermost first
+  std::vector<std::string> created_;       // what this run created in DIR, oldest first
   std::unique_ptr<CaseStream> stream_;
   Journal journal_;
   std::unique_ptr<FindingStore> findings_;

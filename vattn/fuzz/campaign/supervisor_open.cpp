@@ -15,9 +15,73 @@ namespace vattn::fuzz::supervisor_detail {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Why --out cannot take `dir`, or "": another campaign holds it (asked only when this process holds
+// no lock there) or has its journal there, it is not a folder, or it holds anything but a lock file
+// (a folder of someone else's files is never written into, nor cleaned up after).
+std::string foreign_folder_problem(const std::string& dir, bool ask_lock) {
+  if (const long pid = ask_lock ? campaign_lock_holder(dir) : 0) return held_by_text(dir, pid);
+  std::error_code ec;
+  if (fs::exists(dir + "/journal.jsonl", ec))
+    return "already holds a campaign (journal.jsonl); continue it with --resume " + dir + " or choose another --out";
+  const fs::file_status st = fs::status(dir, ec);
+  if (!fs::exists(st)) return "";
+  if (!fs::is_directory(st)) return "is not a directory";
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name != kLockFile)
+      return "is not empty and holds no campaign (it has " + name +
+             "); --out takes a new or empty folder, so that nothing in it is overwritten or removed";
+  }
+  if (ec) return "cannot be listed: " + ec.message();
+  return "";
+}
+
+}  // namespace
+
+void Supervisor::claim_new_folder() {
+  std::error_code ec;
+  if (!fs::exists(dir_, ec)) {
+    for (fs::path p = fs::path(dir_).lexically_normal(); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+      created_dirs_.push_back(p.string());
+      if (p == p.parent_path()) break;
+    }
+    fs::create_directories(dir_);
+  }
+  lock_ = CampaignLock::acquire(dir_, "--out");
+  // Checked again under the lock: another --out may have claimed the folder in between.
+  const std::string problem = foreign_folder_problem(dir_, false);
+  if (!problem.empty()) throw InputError(dir_, "", "--out", problem);
+}
+
+void Supervisor::make_dir(const std::string& path) {
+  if (fs::create_directory(path)) created_.push_back(path);
+}
+
+void Supervisor::remove_created() {
+  journal_.close();
+  std::error_code ec;
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it) fs::remove_all(*it, ec);
+  created_.clear();
+  if (lock_.created_file()) lock_.remove_file();
+  for (const std::string& d : created_dirs_) fs::remove(d, ec);  // only if empty
+  created_dirs_.clear();
+}
+
 void Supervisor::open_campaign() {
   if (!opt_.resume_dir.empty()) {
     dir_ = opt_.resume_dir;
+    // One supervisor per campaign: the journal is read once the lock says no other one appends to it.
+    std::error_code ec;
+    if (fs::is_directory(dir_, ec) && fs::exists(dir_ + "/journal.jsonl", ec))
+      lock_ = CampaignLock::acquire(dir_, "--resume");
+    // What the campaign writes is its own: a link planted in its place is refused before any work.
+    for (const char* name :
+         {"journal.jsonl", "summary.json", "mix.json", "report.html", "findings", "workers", "pending"})
+      if (fs::is_symlink(dir_ + "/" + name, ec))
+        throw InputError(dir_ + "/" + name, "", "--resume",
+                         "is a symbolic link; a campaign writes its files in its own folder, never through a link");
     const JournalState st = read_journal(dir_ + "/journal.jsonl");
     const json& c = st.campaign;
     if (!opt_.kernel.empty() && opt_.kernel != c.value("kernel", "")) {
@@ -93,16 +157,14 @@ void Supervisor::open_campaign() {
     return;
   }
   dir_ = opt_.out_dir;
-  if (fs::exists(dir_ + "/journal.jsonl")) {
-    throw InputError(
-        dir_, "", "--out",
-        "already holds a campaign (journal.jsonl); continue it with --resume " + dir_ + " or choose another --out");
-  }
+  if (const std::string problem = foreign_folder_problem(dir_, true); !problem.empty())
+    throw InputError(dir_, "", "--out", problem);
   // Captured shapes are read before the campaign directory exists: a folder without readable case
   // files is a usage error that leaves nothing behind.
   MixSource mix;
   if (!opt_.mix_from.empty()) mix = read_mix_dir(opt_.mix_from, opt_.seed);
-  fs::create_directories(dir_ + "/findings");
+  claim_new_folder();
+  make_dir(dir_ + "/findings");
   StreamConfig sc;
   sc.seed = opt_.seed;
   sc.budget = opt_.budget;
@@ -113,6 +175,7 @@ void Supervisor::open_campaign() {
     doc["created"] = utc_now();
     doc["generator"] = std::string("vattn ") + VATTN_VERSION;
     const std::string digest = write_mix_file(dir_ + "/mix.json", doc);
+    created_.push_back(dir_ + "/mix.json");
     sc.mix = std::make_shared<const MixTable>(mix.table);
     mix_ = {{"file", "mix.json"},
             {"digest", digest},
@@ -128,6 +191,7 @@ void Supervisor::open_campaign() {
   }
   stream_ = std::make_unique<CaseStream>(sc);
   journal_.create(dir_ + "/journal.jsonl");
+  created_.push_back(dir_ + "/journal.jsonl");
   json campaign{{"t", "campaign"},
                 {"schema", kJournalSchema},
                 {"version", kJournalVersion},

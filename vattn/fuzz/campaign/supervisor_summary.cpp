@@ -5,16 +5,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 
+#include "vattn/case/fd_write.h"
 #include "vattn/fuzz/campaign/supervisor_internal.h"
 
 namespace vattn::fuzz::supervisor_detail {
-
-namespace fs = std::filesystem;
 
 json Span::to_json() const {
   json j{{"seconds", std::round(seconds * 100) / 100}, {"cases", cases}};
@@ -284,10 +281,8 @@ void Supervisor::write_summary(const std::string& reason) {
   if (!ledger_.path().empty()) j["ledger"] = ledger_.to_json();
   if (opt_.shard_count > 1 || opt_.shard_index > 0) j["shard"] = {opt_.shard_index, opt_.shard_count};
   if (!mix_.is_null()) j["mix"] = mix_;
-  std::ofstream out(dir_ + "/summary.json.tmp");
-  out << j.dump(2) << "\n";
-  out.close();
-  fs::rename(dir_ + "/summary.json.tmp", dir_ + "/summary.json");
+  const std::string why = replace_file(dir_ + "/summary.json", j.dump(2) + "\n", Durability::kSynced);
+  if (!why.empty()) throw InputError(dir_ + "/summary.json", "", "summary", why);
 }
 
 }  // namespace vattn::fuzz::supervisor_detail

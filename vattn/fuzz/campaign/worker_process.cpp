@@ -49,7 +49,7 @@ void WorkerProcess::spawn(const std::vector<std::string>& argv, const std::map<s
     ::close(cmd[1]);
     spawn_failed("pipe", err);
   }
-  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {

@@ -13,11 +13,14 @@ no other file. Every string that comes from the campaign's files is HTML-escaped
 
 import argparse
 import base64
+import contextlib
 import html
 import io
 import json
+import os
 import re
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -859,6 +862,23 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+def write_replacing(path, text):
+    """Writes `text` to `path` through a fresh temporary beside it (mkstemp: O_CREAT|O_EXCL|O_NOFOLLOW),
+    renamed into place and removed on failure; a `path` that is a symbolic link is refused, never followed."""
+    if path.is_symlink():
+        raise OSError(0, "it is a symbolic link; the report is never written through one")
+    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=path.name + ".tmp-")
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def main(argv):
     """Reads the campaign(s), writes the page, says where; 2 with one line on stderr for bad input."""
     args = parse_args(argv)
@@ -872,7 +892,7 @@ def main(argv):
     title = args.title or f"vattn fuzz: {campaign.summary['kernel']}, seed {campaign.summary.get('seed', '?')}"
     page = render(campaign, other, title)
     try:
-        out.write_text(page, encoding="utf-8")
+        write_replacing(out, page)
     except OSError as error:
         print(f"morning_report: {out}: cannot be written ({error.strerror or error})", file=sys.stderr)
         return 2
