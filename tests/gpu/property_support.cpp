@@ -46,16 +46,18 @@ testbed::Observation observe(const Case& c, const testbed::Options& o, const std
 
 bool plan_hook_under_test() { return load_revision(revision_under_test()).plan_for != nullptr; }
 
-rc::Gen<testbed::PlanOverride> gen_gpu_plan(bool hook) {
+rc::Gen<testbed::PlanOverride> gen_gpu_plan(bool hook, bool heavy) {
   if (!hook) return rc::gen::just(testbed::PlanOverride{});
-  return rc::gen::mapcat(rc::gen::inRange(0, 6), [](int kind) -> rc::Gen<testbed::PlanOverride> {
+  const int fewest_sms = heavy ? 64 : 1;
+  return rc::gen::mapcat(rc::gen::inRange(0, 6), [fewest_sms](int kind) -> rc::Gen<testbed::PlanOverride> {
     if (kind < 2) return rc::gen::just(testbed::PlanOverride{188, 1});   // the RTX PRO 6000
     if (kind == 2) return rc::gen::just(testbed::PlanOverride{132, 0});  // an H100/H200's SMs
     return rc::gen::apply(
         [](int sms, int blocks) {
           return testbed::PlanOverride{sms, blocks};
         },
-        rc::gen::inRange(1, VATTN_TEST_PLAN_MAX_SMS + 1), rc::gen::inRange(0, VATTN_TEST_PLAN_MAX_BLOCKS_PER_SM + 1));
+        rc::gen::inRange(fewest_sms, VATTN_TEST_PLAN_MAX_SMS + 1),
+        rc::gen::inRange(0, VATTN_TEST_PLAN_MAX_BLOCKS_PER_SM + 1));
   });
 }
 
@@ -66,7 +68,8 @@ rc::Gen<Recipe::PlanLimits> gen_tight_limits(const Recipe& r, int drafts_cap) {
     total += t;
     longest = std::max(longest, t);
   }
-  const int batch = static_cast<int>(r.drafts.size()), forced = std::max(1, r.splits);
+  const int batch = static_cast<int>(r.drafts.size());
+  const int forced = std::max(recipe_work(r) >= kHeavyWork ? 16 : 1, r.splits);
   return rc::gen::apply(
       [=](int more_b, int more_q, int more_t, int more_s) {
         Recipe::PlanLimits l;
@@ -96,7 +99,7 @@ rc::Gen<Recipe> gen_planned_recipe(const GenBudget& b, bool hook, bool tight_lim
           planned.sm_blocks = gpu.blocks_per_sm;
           return planned;
         },
-        limits, gen_gpu_plan(hook));
+        limits, gen_gpu_plan(hook, recipe_work(r) >= kHeavyWork));
   });
 }
 

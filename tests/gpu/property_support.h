@@ -26,11 +26,16 @@ bool plan_hook_under_test();
 // Another GPU's plan for a property case (testbed/plan.h), for a revision with the hook: the RTX
 // PRO 6000's (sms=188, one partial block an SM) a third of the time, the test GPU's SM count (132,
 // the revision's occupancy) a sixth, else 1..512 SMs with 0..32 blocks each. Shrinks toward the
-// RTX PRO 6000's. Without the hook: this GPU's plan.
-rc::Gen<testbed::PlanOverride> gen_gpu_plan(bool hook);
+// RTX PRO 6000's. Without the hook: this GPU's plan. `heavy` (a case of kHeavyWork or more, a long
+// context): at least 64 SMs, since a plan for a few SMs runs such a case on a few blocks for
+// seconds per run and a property runs it many times.
+rc::Gen<testbed::PlanOverride> gen_gpu_plan(bool hook, bool heavy = false);
 // Tight plan limits for `r`: B, sum T_b and the largest T_b (at most `drafts_cap`) plus a little,
-// shrinking to exactly the case's, and a small max_splits (1..8 above the recipe's forced count).
+// shrinking to exactly the case's, and a small max_splits (1..8 above the recipe's forced count;
+// 16..23 for a heavy case, whose few long splits would otherwise take seconds per run).
 rc::Gen<Recipe::PlanLimits> gen_tight_limits(const Recipe& r, int drafts_cap);
+// Work (gen_recipe.h's recipe_work) from which a property case counts as heavy.
+constexpr int64_t kHeavyWork = 4000000;
 // gen_recipe(b) with the plan it runs on in the recipe itself, so the counterexample's line re-runs
 // it: another GPU's (sms=, sm_blocks=) when `hook`, and with `tight_limits` tight plan limits
 // (limits=, within the revision under test's capabilities).
