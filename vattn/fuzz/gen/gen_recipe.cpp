@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "vattn/fuzz/gen/stream_pick.h"
 #include "vattn/recipe/vocab.h"
 
 namespace vattn {
@@ -40,16 +41,7 @@ class Draw {
     return v[static_cast<size_t>(in(0, static_cast<int64_t>(v.size()) - 1))];
   }
   size_t weighted(std::initializer_list<int> weights) {
-    int total = 0;
-    for (int w : weights) total += w;
-    int x = static_cast<int>(in(0, total - 1));
-    size_t i = 0;
-    for (int w : weights) {
-      if (x < w) return i;
-      x -= w;
-      ++i;
-    }
-    return weights.size() - 1;
+    return fuzz::weighted_index(weights, [this](int64_t lo, int64_t hi) { return in(lo, hi); });
   }
 
  private:

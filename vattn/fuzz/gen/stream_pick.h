@@ -13,6 +13,23 @@
 
 namespace vattn::fuzz {
 
+// An index into `weights` (positive, not all zero), drawn in proportion to them through
+// `uniform(lo, hi)` (inclusive): shared by the stream's Pick and the RapidCheck generators' draws,
+// whose random sources differ.
+template <class Uniform>
+size_t weighted_index(std::initializer_list<int> weights, Uniform&& uniform) {
+  int64_t total = 0;
+  for (int w : weights) total += w;
+  int64_t x = uniform(int64_t{0}, total - 1);
+  size_t i = 0;
+  for (int w : weights) {
+    if (x < w) return i;
+    x -= w;
+    ++i;
+  }
+  return weights.size() - 1;
+}
+
 class Pick {
  public:
   explicit Pick(uint64_t seed) : rng_(seed, 0) {}
@@ -34,16 +51,7 @@ class Pick {
   }
   // An index into `weights`, drawn in proportion to them (positive, not all zero).
   size_t weighted(std::initializer_list<int> weights) {
-    int total = 0;
-    for (int w : weights) total += w;
-    int64_t x = in(0, total - 1);
-    size_t i = 0;
-    for (int w : weights) {
-      if (x < w) return i;
-      x -= w;
-      ++i;
-    }
-    return weights.size() - 1;
+    return weighted_index(weights, [this](int64_t lo, int64_t hi) { return in(lo, hi); });
   }
   template <class T>
   const T& of(const std::vector<T>& v) {
