@@ -102,7 +102,8 @@ def judge_reference(out, lse, ref, d_qk, tol=Tolerance()):
         nf_lse = (cx != cy).sum()
         fin = (cx == 0) & (cy == 0)
         lb = _lse_bound(tol, d_qk, ref.lse_scale, ly.abs().nan_to_num(0.0, 0.0, 0.0), ref.n_keys, H)
-        lratio = torch.where(fin, (lx - ly).abs(), torch.zeros_like(lx)) / lb
+        # Rows outside the comparison (an empty row's -inf) have a zero bound: ratio 0, not 0/0.
+        lratio = torch.where(fin, (lx - ly).abs() / torch.where(fin, lb, torch.ones_like(lb)), torch.zeros_like(lx))
         lse_over, lse_worst = (lratio > 1).sum(), lratio.max()
     else:
         nf_lse = lse_over = torch.zeros((), dtype=torch.int64, device=x.device)
@@ -138,7 +139,7 @@ def judge_peer(out_a, lse_a, out_b, lse_b, bounds, d_qk, tol=Tolerance()):
     fin = (cx == 0) & (cy == 0)
     big = torch.maximum(lx.abs(), ly.abs()).nan_to_num(0.0, 0.0, 0.0) * (1 + 1e-6)
     lb = 2 * _lse_bound(tol, d_qk, bounds.lse_scale, big, bounds.n_keys, x.shape[1])
-    lratio = torch.where(fin, (lx - ly).abs(), torch.zeros_like(lx)) / lb
+    lratio = torch.where(fin, (lx - ly).abs() / torch.where(fin, lb, torch.ones_like(lb)), torch.zeros_like(lx))
     lse_over = (lratio > 1).sum()
     nonfinite = nf_out + nf_lse
     zero = torch.zeros((), dtype=torch.float64, device=x.device)
