@@ -34,9 +34,9 @@ def main():
     a = arguments()
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
-    from torch_calls import ARGS, StaticCall, make_call, outputs_of
 
     import vattn
+    from torch_calls import ARGS, StaticCall, make_call, outputs_of
     from vattn.capture_sink import CaptureWarning
     from vattn.torch import Recorder
 

@@ -38,9 +38,10 @@ from package_checks import arguments, check, finish
 def main():
     a = arguments()
     import torch
-    from torch_calls import ARGS, make_call, outputs_of
 
-    from vattn import Output, torch_tolerance as tt
+    from torch_calls import ARGS, make_call, outputs_of
+    from vattn import Output
+    from vattn import torch_tolerance as tt
     from vattn.abi_case import case_from_abi
     from vattn.capture_sink import CaptureWarning
     from vattn.casefile import Header, write

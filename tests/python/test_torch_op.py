@@ -40,9 +40,9 @@ def main():
     a = arguments()
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch_calls import ARGS, make_call
 
     import vattn.torch as vt
+    from torch_calls import ARGS, make_call
     from vattn import maskbits
 
     # 1. The schema.

@@ -36,13 +36,12 @@ def make_call(seed, P=(37, 0, 20), T=(5, 1, 33), H=3, n_slots=300, d_qk=576, sca
     from vattn.torch import pack_draft_masks
 
     rng = np.random.default_rng(seed)
-    B = len(P)
     pool = rng.normal(0, 0.5, (n_slots, d_qk)).astype(np.float32)
     live = rng.choice(n_slots, max(sum(P), 1) + 5, replace=False)
     dead = np.setdiff1d(np.arange(n_slots), live)
     pool[dead] = np.nan  # unreferenced rows: must change nothing
     idx, first = [], None
-    for b, p in enumerate(P):
+    for p in P:
         own = rng.choice(live, p, replace=False)
         if first is not None and p >= 4 and first.size >= 4:
             own[:4] = first[:4]  # a shared prefix: the same slots in two requests

@@ -85,7 +85,7 @@ class CaseSink:
         self.model, self.gpu, self.notes = model, gpu, notes
         self.max_case_bytes, self.max_total_bytes = int(max_case_bytes), int(max_total_bytes)
         self._lock = threading.Lock()
-        self._stats = {k: 0 for k in (*self.SHARED, *counters)}
+        self._stats = dict.fromkeys((*self.SHARED, *counters), 0)
         self._stats["errors"] = []
         self._reserved = 0
 

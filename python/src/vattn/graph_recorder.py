@@ -415,8 +415,8 @@ class Recorder:
         """(counter, reason) when a kept record cannot be a case, from its index arrays."""
         for name, a in (("qo_indptr", qo), ("kv_indptr", kv), ("mask_word_indptr", mwi)):
             if a[0] != 0 or (np.diff(a) < 0).any():
-                return "skipped_invalid", f"{name} {a.tolist()[:9]} does not start at 0 or decreases (the kernel " \
-                                          "flags VATTN_DEVERR_INDPTR)"
+                return ("skipped_invalid",
+                        f"{name} {a.tolist()[:9]} does not start at 0 or decreases (the kernel flags VATTN_DEVERR_INDPTR)")
         if (np.diff(qo) < 1).any():
             return "skipped_invalid", "a request with no drafts (T_b = 0; the kernel flags VATTN_DEVERR_INDPTR)"
         if qo[-1] > site.n_q:

@@ -22,7 +22,7 @@ enqueued; what only the device can see lands in the workspace's error word (Plan
 import math
 import os
 import threading
-from typing import List, Optional
+from typing import List, Optional  # noqa: UP035  (custom_op reads the annotations; List works in every torch)
 
 import numpy as np
 import torch
@@ -236,7 +236,7 @@ def verify_attention(q: torch.Tensor, kv_pool: torch.Tensor, kv_indices: torch.T
                      kv_draft: torch.Tensor, qo_indptr: torch.Tensor, mask_bits: torch.Tensor,
                      mask_word_indptr: torch.Tensor, forced_splits: Optional[torch.Tensor], out: torch.Tensor,
                      lse: torch.Tensor, workspace: torch.Tensor, sm_scale: float, revision: str,
-                     limits: List[int]) -> None:
+                     limits: List[int]) -> None:  # noqa: UP006
     """One verify-attention call of the revision library at path `revision`, enqueued on the
     current CUDA stream of q's device; fills out and lse (and the workspace's error words)."""
     # The tensors first (a CPU tensor is refused before any library is looked for), then what

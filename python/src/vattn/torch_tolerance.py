@@ -154,8 +154,8 @@ def describe(verdict, label=""):
     flags = int(v["flags"])
     head = f"{label}: " if label else ""
     if not flags:
-        return head + f"agree (worst err/bound {v['out_worst']:.3g}, lse err/bound {v['lse_worst']:.3g}, " \
-                      f"{int(v['compared'])} elements compared)"
+        return head + (f"agree (worst err/bound {v['out_worst']:.3g}, lse err/bound {v['lse_worst']:.3g}, "
+                       f"{int(v['compared'])} elements compared)")
     parts = []
     if flags & 1:
         parts.append(f"out_bound: {int(v['out_over'])} elements over bound, worst err/bound {v['out_worst']:.4g}")
