@@ -50,7 +50,7 @@ def run_check(name, fn):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--revision-dir", default=os.path.join(ROOT, ".device", "build", "revisions"))
     ap.add_argument("--vattn", default=os.path.join(ROOT, ".device", "build", "vattn"))
     ap.add_argument("--planted", default=None, help="a revision library that must disagree (default: DIR/"
