@@ -10,7 +10,10 @@ and rounded to bf16. Checked:
    tp_rank, source, model, gpu, notes), and that `vattn replay` holds the file (serving: no lse);
 2. steps and layers not asked for are not captured; a full queue, a case over the size cap, a
    prefix that is not fully visible and a v_buffer that is not k_buffer's first 512 columns are
-   skipped and counted, and serving goes on;
+   skipped and counted, and serving goes on; a call that cannot be stored (that prefix, a kv
+   index outside k_buffer) makes submit() return False and warn at that moment;
+   max_total_bytes counts calls still queued; an existing file of the same name is never
+   overwritten (numbered names instead);
 3. install() on a stand-in backend class (SGLang's method names and argument order) captures
    the chosen step and layer of target_verify passes only and uninstall() restores it; without
    SGLang, install() says so.
@@ -22,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 
@@ -151,6 +155,63 @@ def main():
         check(not cap.submit(0, 0, **dict(args, v_buffer=args["k_buffer"][..., :512].copy())),
               "a v_buffer that is not k_buffer's first 512 columns is refused")
         check(cap.close()["skipped_unsupported"] == 1, "and counted")
+
+        # 2b. A call that cannot be stored is refused by submit() itself, with a warning then.
+        cap = capture.Capture(os.path.join(tmp, "w"), start_writer=False)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            queued = cap.submit(0, 0, **bad)
+            warned = [str(w.message) for w in seen if issubclass(w.category, capture.CaptureWarning)]
+        check(not queued and cap.stats()["captured"] == 0, "submit() returns False for a call it cannot store")
+        check(len(warned) == 1 and "prefix is not fully visible" in warned[0] and "step 0 layer 0" in warned[0],
+              f"and warns when it happens, naming the call and the reason: {warned}")
+        outside = dict(args, kv_indices=args["kv_indices"].copy())
+        outside["kv_indices"][3] = 500  # the pool has 500 rows
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            try:
+                queued = cap.submit(0, 1, **outside)
+            except Exception as e:  # the hook must refuse, never raise into serving
+                queued = f"raised {type(e).__name__}: {e}"
+        check(queued is False and any("outside k_buffer" in str(w.message) for w in seen),
+              f"a kv index outside k_buffer is refused at submit() with the reason: {queued}")
+        cap.close()
+
+        # 2c. max_total_bytes counts what is queued, not only what is written.
+        probe = capture.Capture(os.path.join(tmp, "t0"), start_writer=False)
+        probe.submit(0, 0, **args)
+        one = probe.stats()["reserved_bytes"]
+        probe.close()
+        cap = capture.Capture(os.path.join(tmp, "t"), start_writer=False, queue_size=8, max_total_bytes=one + one // 2)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            first, second = cap.submit(0, 0, **args), cap.submit(0, 1, **args)
+        check(one > 0 and first and not second and cap.stats()["skipped_total_cap"] == 1
+              and any("max_total_bytes" in str(w.message) for w in seen),
+              f"the second call would pass max_total_bytes while the first is still queued: refused and warned "
+              f"({first}, {second}, {cap.stats()})")
+        st = cap.close()
+        check(st["written"] == 1 and st["bytes_written"] <= one + one // 2 and len(os.listdir(os.path.join(tmp, "t"))) == 1,
+              f"one file written, within the cap: {st}")
+
+        # 2d. Never over an existing file: a taken name gets a numbered one.
+        d = os.path.join(tmp, "n")
+        os.makedirs(d)
+        precious = os.path.join(d, "step000005_layer03_tp1.h5")
+        with open(precious, "wb") as fo:
+            fo.write(b"someone else's file")
+        for _ in range(2):  # two captures into one folder, as after a server restart
+            cap = capture.Capture(d, steps={5}, layers={3}, tp_rank=1)
+            cap.submit(5, 3, **args)
+            cap.close()
+        with open(precious, "rb") as fo:
+            kept = fo.read()
+        names = sorted(os.listdir(d))
+        check(kept == b"someone else's file", "an existing file of the same name is left as it was")
+        check(names == ["step000005_layer03_tp1-1.h5", "step000005_layer03_tp1-2.h5", "step000005_layer03_tp1.h5"],
+              f"each capture got its own name: {names}")
+        check(all(vattn.read(os.path.join(d, n)).cases[0].name == "step000005_layer03" for n in names[:2]),
+              "and both are whole case files")
 
         # 3. install() on a stand-in backend: SGLang's method names and argument order.
         class Mode:

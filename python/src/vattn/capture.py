@@ -3,12 +3,16 @@
 One captured call is one case file: the queries, only the KV rows the call references (with
 their pool slots as `kv_slot_ids`), the drafts' own KV rows, the draft masks, and what the
 server's kernel returned as `outputs/serving`, with `layer`, `step`, `tp_rank`, `model`, `gpu` and
-`source = "capture:sglang"`. The serving thread only decides and snapshots on the device (a
-gather of the referenced rows and copies of the other tensors, queued on its stream; the one
-synchronous read is of the two index pointers, B+1 integers each, on captured calls only); the
-copy to the host and the write happen on a writer thread behind a bounded queue. When the queue
-is full the call is skipped and counted, never waited for. Python hooks run only when the
-backend's Python runs: serve with --disable-cuda-graph (a replayed CUDA graph calls no Python).
+`source = "capture:sglang"`. The serving thread decides and snapshots on the device (a gather of
+the referenced rows and copies of the other tensors, queued on its stream); for captured calls
+only it reads the index pointers, the used kv_indices and the custom mask synchronously, which
+is what decides whether the call can be stored. The copy to the host and the write happen on a
+writer thread behind a bounded queue. A call that cannot be stored (a full queue, a size cap,
+a mask or index the case format cannot hold) is refused by submit() at once: it returns False,
+counts the reason and warns (capture_sink.CaptureWarning). Files are never overwritten: a taken
+name gets a numbered one (capture_sink). Python hooks run only when the backend's Python runs:
+serve with --disable-cuda-graph (a replayed CUDA graph calls no Python; inside graphs, use
+vattn.torch's Recorder).
 
     import vattn.capture
     cap = vattn.capture.install("dumps/", steps=range(100, 104), layers=[0, 30],
@@ -23,18 +27,19 @@ bits for tests) and is what the tests drive with a stand-in for the backend call
 """
 
 import dataclasses
-import datetime
-import os
 import queue
 import threading
 
 import numpy as np
 
 from . import __version__
-from .casefile import Case, CaseFileError, Header, Output, write
+from .capture_sink import CaptureWarning, CaseSink, case_bytes
+from .casefile import Case, CaseFileError, Output
+from .validate import validate
 
 SUPPORTED_SGLANG = ("0.5.23",)
 D_QK, D_V = 576, 512  # MLA: k_buffer rows of 576 (512 latent + 64 RoPE), V = the first 512 columns
+__all__ = ["Capture", "CaptureError", "CaptureWarning", "install", "uninstall", "SUPPORTED_SGLANG"]
 
 
 class CaptureError(RuntimeError):
@@ -52,10 +57,11 @@ class _Snapshot:  # what the serving thread hands to the writer (device or host 
     qo_indptr: np.ndarray
     kv_indptr: np.ndarray
     kv_indices: np.ndarray  # positions into `slots`
-    custom_mask: object
-    mask_indptr: np.ndarray
+    draft_mask: np.ndarray  # the draft blocks of the custom mask, dense, request by request
+    draft_mask_indptr: np.ndarray
     sm_scale: float
     o: object
+    est: int = 0          # the bytes reserved for it (capture_sink.case_bytes)
     ready: object = None  # a CUDA event recorded after the snapshot (torch), or None
 
 
@@ -67,8 +73,8 @@ def _host_ints(x):
     """A small index array as host int64 (on the serving thread: these sizes decide the call)."""
     if _is_torch(x):
         x = x.detach().to("cpu")
-        return x.numpy().astype(np.int64)
-    return np.asarray(x).astype(np.int64)
+        return x.numpy().astype(np.int64).ravel()
+    return np.asarray(x).astype(np.int64).ravel()
 
 
 def _host_bf16(x):
@@ -88,12 +94,29 @@ def _host_bf16(x):
 def _host_bool(x):
     if _is_torch(x):
         x = x.detach().to("cpu")
-        return x.numpy().astype(bool)
-    return np.asarray(x).astype(bool)
+        return x.numpy().astype(bool).ravel()
+    return np.asarray(x).astype(bool).ravel()
 
 
 def _copy(x):
     return x.detach().clone() if _is_torch(x) else np.array(x, copy=True)
+
+
+def _rows(x, n):
+    """The first n rows (SGLang may hand over more rows than the call's drafts)."""
+    return x[:n]
+
+
+def _placeholder(shape, dtype=np.uint16):
+    """A read-only array of the right shape that takes no memory: what validate() needs to
+    check a call's sizes before its tensors leave the device."""
+    return np.broadcast_to(np.zeros((), dtype), shape)
+
+
+def _dtype_ok(x, torch_name, numpy_dtype):
+    if _is_torch(x):
+        return str(x.dtype) == torch_name
+    return np.asarray(x).dtype == numpy_dtype
 
 
 class Capture:
@@ -101,24 +124,24 @@ class Capture:
 
     out_dir: where the files go (created). steps, layers: which to capture (None: all).
     max_case_bytes: a call whose case would be larger is skipped; max_total_bytes: capturing
-    stops once this much is written. queue_size: snapshots waiting for the writer.
-    start_writer=False leaves the queue to drain() (tests)."""
+    stops once this much is written or queued. queue_size: snapshots waiting for the writer.
+    start_writer=False leaves the queue to drain() (tests). A call that is not captured is
+    counted under its reason in stats() and warned about (CaptureWarning) when it happens."""
 
     def __init__(self, out_dir, steps=None, layers=None, max_case_bytes=256 << 20, max_total_bytes=4 << 30,
                  queue_size=4, model="", gpu="", tp_rank=0, notes="", description="", start_writer=True,
                  generator=""):
         self.out_dir = out_dir
-        os.makedirs(out_dir, exist_ok=True)
         self.steps = None if steps is None else set(steps)
         self.layers = None if layers is None else set(layers)
         self.max_case_bytes, self.max_total_bytes = max_case_bytes, max_total_bytes
         self.model, self.gpu, self.tp_rank, self.notes = model, gpu, tp_rank, notes
         self.description = description or "the serving engine's verify-attention kernel"
         self.generator = generator or f"vattn.capture {__version__}"
+        self.sink = CaseSink(out_dir, "vattn.capture", "capture:sglang", self.generator, max_case_bytes,
+                             max_total_bytes, model=model, gpu=gpu, notes=notes,
+                             counters=("offered", "captured", "skipped_queue_full", "skipped_unsupported"))
         self._queue = queue.Queue(maxsize=queue_size)
-        self._lock = threading.Lock()
-        self._stats = {"offered": 0, "captured": 0, "written": 0, "bytes_written": 0, "skipped_queue_full": 0,
-                       "skipped_size": 0, "skipped_total_cap": 0, "skipped_unsupported": 0, "errors": []}
         self._closed = False
         self._writer = None
         if start_writer:
@@ -131,10 +154,13 @@ class Capture:
                 and not self._closed)
 
     def _count(self, key, reason=None):
-        with self._lock:
-            self._stats[key] += 1
-            if reason and len(self._stats["errors"]) < 100:
-                self._stats["errors"].append(reason)
+        """Counts a skipped call; with a reason it is also warned about (kept for callers of
+        the earlier interface: install()'s wrapper)."""
+        if reason:
+            where, _, why = reason.partition(": ")
+            self.sink.skip(key, where, why or reason)
+        else:
+            self.sink.count(key)
 
     def submit(self, step, layer, q, k_extend, k_buffer, qo_indptr, kv_indptr, kv_indices, custom_mask,
                mask_indptr, sm_scale, o, v_buffer=None):
@@ -142,37 +168,39 @@ class Capture:
         [n_q, 1, 576], k_buffer [slots, 1, 576] (v_buffer, when given, must be its first 512
         columns), qo_indptr/kv_indptr [B+1], kv_indices (at least kv_indptr[B] entries),
         custom_mask flat (request b: T_b x (P_b + T_b), row-major, prefix columns first),
-        mask_indptr [B+1], o [n_q, H, 512] (or [n_q, H*512]). True when queued for writing."""
-        with self._lock:
-            self._stats["offered"] += 1
+        mask_indptr [B+1], o [n_q, H, 512] (or [n_q, H*512]).
+
+        True only when the call is queued and will make a valid case: every check that can
+        refuse it runs here, on the serving thread (sizes, indices inside k_buffer, the mask,
+        the caps), so a refused call returns False and is warned about now. Calls not chosen
+        by steps/layers return False silently."""
+        self.sink.count("offered")
         if not self.wants(step, layer):
             return False
         where = f"step {step} layer {layer}"
         if tuple(k_buffer.shape[1:]) not in ((1, D_QK), (D_QK,)) or q.shape[-1] != D_QK:
-            self._count("skipped_unsupported", f"{where}: not MLA 576/512 (q {tuple(q.shape)}, k_buffer "
-                                               f"{tuple(k_buffer.shape)})")
+            self.sink.skip("skipped_unsupported", where, f"not MLA 576/512 (q {tuple(q.shape)}, k_buffer "
+                                                         f"{tuple(k_buffer.shape)})")
             return False
         if v_buffer is not None and not self._v_is_k_prefix(k_buffer, v_buffer):
-            self._count("skipped_unsupported", f"{where}: v_buffer is not the first {D_V} columns of k_buffer")
+            self.sink.skip("skipped_unsupported", where, f"v_buffer is not the first {D_V} columns of k_buffer")
             return False
         if self._queue.full():  # before any work: a full queue costs serving nothing
-            self._count("skipped_queue_full")
+            self.sink.skip("skipped_queue_full", where, "the writer's queue is full (queue_size "
+                                                        f"{self._queue.maxsize}); the writer is behind")
             return False
-        # The one synchronous read on the serving thread: the index pointers (B+1 integers each),
-        # which size the gather below. Calls not captured never get here.
-        qo, kv = _host_ints(qo_indptr), _host_ints(kv_indptr)
-        n_q = int(q.shape[0])
-        H = int(np.prod(q.shape[1:])) // D_QK
-        est = 2 * (n_q * H * D_QK + int(kv[-1]) * D_QK + n_q * D_QK + n_q * H * D_V)
-        if est > self.max_case_bytes:
-            self._count("skipped_size", f"{where}: about {est} bytes, over max_case_bytes {self.max_case_bytes}")
+        # The synchronous reads on the serving thread, for captured calls only: the index pointers
+        # (B+1 integers each), the used kv_indices and the custom mask, which decide whether the
+        # call can be stored at all and size the gather below.
+        try:
+            plan = self._host_plan(q, k_extend, k_buffer, qo_indptr, kv_indptr, kv_indices, custom_mask, mask_indptr,
+                                   sm_scale, o, where)
+        except (ValueError, CaseFileError) as e:
+            self.sink.skip("skipped_unsupported", where, str(e))
             return False
-        with self._lock:
-            if self._stats["bytes_written"] + est > self.max_total_bytes:
-                self._stats["skipped_total_cap"] += 1
-                return False
-        idx = _host_ints(kv_indices[: int(kv[-1])])  # SGLang over-allocates kv_indices: the used part only
-        slots, inverse = np.unique(idx, return_inverse=True)
+        if not self.sink.reserve(where, plan["est"]):
+            return False
+        n_q, slots = plan["n_q"], plan["slots"]
         if _is_torch(k_buffer):
             import torch
 
@@ -180,9 +208,10 @@ class Capture:
             rows = k_buffer.detach().reshape(k_buffer.shape[0], D_QK).index_select(0, sel)
         else:
             rows = np.asarray(k_buffer).reshape(-1, D_QK)[slots]
-        snap = _Snapshot(step, layer, _copy(q), _copy(k_extend), rows, slots.astype(np.int64), qo.astype(np.int32),
-                         kv.astype(np.int32), inverse.astype(np.int32), _copy(custom_mask), _host_ints(mask_indptr),
-                         float(sm_scale), _copy(o))
+        snap = _Snapshot(step, layer, _copy(_rows(q, n_q)), _copy(_rows(k_extend, n_q)), rows, slots.astype(np.int64),
+                         plan["qo"].astype(np.int32), plan["kv"].astype(np.int32), plan["inverse"].astype(np.int32),
+                         plan["draft_mask"], plan["draft_mask_indptr"], float(sm_scale), _copy(_rows(o, n_q)),
+                         est=plan["est"])
         if _is_torch(q) and q.is_cuda:
             import torch
 
@@ -191,10 +220,68 @@ class Capture:
         try:
             self._queue.put_nowait(snap)
         except queue.Full:
-            self._count("skipped_queue_full")
+            self.sink.release(plan["est"])
+            self.sink.skip("skipped_queue_full", where, "the writer's queue is full")
             return False
-        self._count("captured")
+        self.sink.count("captured")
         return True
+
+    def _host_plan(self, q, k_extend, k_buffer, qo_indptr, kv_indptr, kv_indices, custom_mask, mask_indptr, sm_scale,
+                   o, where):
+        """What the call becomes, decided on the host; raises ValueError/CaseFileError with the
+        reason when it cannot become a valid case."""
+        for name, x in (("q", q), ("k_extend", k_extend), ("k_buffer", k_buffer), ("o", o)):
+            if not _dtype_ok(x, "torch.bfloat16", np.uint16):
+                raise ValueError(f"{name}: expected bf16 (torch.bfloat16, or numpy uint16 bits), got {x.dtype}")
+        qo, kv, mi = _host_ints(qo_indptr), _host_ints(kv_indptr), _host_ints(mask_indptr)
+        B = len(qo) - 1
+        if B < 1 or len(kv) != B + 1 or len(mi) != B + 1:
+            raise ValueError(f"qo_indptr, kv_indptr, mask_indptr have {len(qo)}, {len(kv)}, {len(mi)} entries: "
+                             "expected B+1 each, B >= 1")
+        for name, a in (("qo_indptr", qo), ("kv_indptr", kv), ("mask_indptr", mi)):
+            if a[0] < 0 or (np.diff(a) < 0).any():
+                raise ValueError(f"{name} is negative or decreases: {a.tolist()[:8]}")
+        n_q = int(qo[-1])
+        H = int(np.prod(q.shape[1:])) // D_QK
+        if n_q > q.shape[0] or n_q > k_extend.shape[0] or n_q > o.shape[0]:
+            raise ValueError(f"qo_indptr[B] = {n_q} rows, but q, k_extend, o have {q.shape[0]}, {k_extend.shape[0]}, "
+                             f"{o.shape[0]}")
+        if int(np.prod(o.shape[1:])) != H * D_V:
+            raise ValueError(f"o rows hold {int(np.prod(o.shape[1:]))} values, expected H x {D_V} = {H * D_V}")
+        used = int(kv[-1])
+        if used > kv_indices.shape[0]:
+            raise ValueError(f"kv_indptr[B] = {used}, but kv_indices has {kv_indices.shape[0]} entries")
+        idx = _host_ints(kv_indices[:used])  # SGLang over-allocates kv_indices: the used part only
+        n_slots = int(k_buffer.shape[0])
+        bad = np.nonzero((idx < 0) | (idx >= n_slots))[0]
+        if bad.size:
+            raise ValueError(f"kv_indices entry {int(bad[0])} = {int(idx[bad[0]])} is outside k_buffer ({n_slots} rows)")
+        slots, inverse = np.unique(idx, return_inverse=True)
+        T, P = np.diff(qo), np.diff(kv)
+        need = mi[:-1] + T * (P + T)
+        mask = _host_bool(custom_mask[: int(need.max())] if need.size else custom_mask)
+        draft, dmi = [], [0]
+        for b in range(B):
+            t, p = int(T[b]), int(P[b])
+            if need[b] > mask.size:
+                raise ValueError(f"custom_mask: request {b} needs entries up to {int(need[b])}, the mask has {mask.size} "
+                                 f"(T_b x (P_b + T_b) = {t} x {p + t} from {int(mi[b])})")
+            m = mask[int(mi[b]):int(need[b])].reshape(t, p + t)
+            if not m[:, :p].all():
+                raise ValueError(f"custom_mask: request {b}: the prefix is not fully visible to every draft (the "
+                                 "verify contract needs it)")
+            draft.append(m[:, p:].astype(np.uint8).ravel())
+            dmi.append(dmi[-1] + t * t)
+        draft_mask = np.concatenate(draft) if draft else np.zeros(0, np.uint8)
+        skeleton = Case(name=f"step{0:06d}_layer{0:02d}", num_heads=H, sm_scale=float(sm_scale),
+                        q=_placeholder((n_q, H, D_QK)), kv_pool=_placeholder((len(slots), D_QK)),
+                        kv_indices=inverse.astype(np.int32), kv_indptr=kv.astype(np.int32),
+                        kv_draft=_placeholder((n_q, D_QK)), qo_indptr=qo.astype(np.int32), draft_mask=draft_mask,
+                        draft_mask_indptr=np.asarray(dmi, np.int64), kv_slot_ids=slots.astype(np.int64),
+                        outputs=[Output("serving", self.description, _placeholder((n_q, H, D_V)), None)])
+        validate(skeleton, where)
+        return {"n_q": n_q, "qo": qo, "kv": kv, "slots": slots, "inverse": inverse, "draft_mask": draft_mask,
+                "draft_mask_indptr": np.asarray(dmi, np.int64), "est": case_bytes(skeleton)}
 
     @staticmethod
     def _v_is_k_prefix(k_buffer, v_buffer):
@@ -226,53 +313,29 @@ class Capture:
         """The case a snapshot becomes (host copies happen here)."""
         if snap.ready is not None:
             snap.ready.synchronize()
-        B = len(snap.qo_indptr) - 1
-        qo, kv, mi = snap.qo_indptr, snap.kv_indptr, snap.mask_indptr
-        mask = _host_bool(snap.custom_mask)
-        draft_mask, dmi = [], [0]
-        for b in range(B):
-            t, p = int(qo[b + 1] - qo[b]), int(kv[b + 1] - kv[b])
-            m = mask[int(mi[b]):int(mi[b]) + t * (p + t)]
-            if m.size != t * (p + t):
-                raise CaseFileError("", "", "custom_mask", f"request {b}: {m.size} entries, expected T_b x (P_b + T_b) "
-                                                           f"= {t} x {p + t}")
-            m = m.reshape(t, p + t)
-            if not m[:, :p].all():
-                raise CaseFileError("", "", "custom_mask", f"request {b}: the prefix is not fully visible to every "
-                                                           "draft (the verify contract needs it)")
-            draft_mask.append(m[:, p:].astype(np.uint8).ravel())
-            dmi.append(dmi[-1] + t * t)
         q = _host_bf16(snap.q)
         n_q = q.shape[0]
         H = q.size // (n_q * D_QK)
         name = f"step{snap.step:06d}_layer{snap.layer:02d}"
         return Case(name=name, num_heads=H, sm_scale=snap.sm_scale, q=q.reshape(n_q, H, D_QK),
                     kv_pool=_host_bf16(snap.rows).reshape(-1, D_QK), kv_indices=snap.kv_indices,
-                    kv_indptr=kv, kv_draft=_host_bf16(snap.k_extend).reshape(n_q, D_QK), qo_indptr=qo,
-                    draft_mask=np.concatenate(draft_mask) if draft_mask else np.zeros(0, np.uint8),
-                    draft_mask_indptr=np.asarray(dmi, np.int64), kv_slot_ids=snap.slots,
-                    int_attrs={"layer": snap.layer, "step": snap.step, "tp_rank": self.tp_rank},
+                    kv_indptr=snap.kv_indptr, kv_draft=_host_bf16(snap.k_extend).reshape(n_q, D_QK),
+                    qo_indptr=snap.qo_indptr, draft_mask=snap.draft_mask, draft_mask_indptr=snap.draft_mask_indptr,
+                    kv_slot_ids=snap.slots, int_attrs={"layer": snap.layer, "step": snap.step, "tp_rank": self.tp_rank},
                     outputs=[Output("serving", self.description, _host_bf16(snap.o).reshape(n_q, H, D_V), None)])
 
     def _write_one(self, snap):
         where = f"step {snap.step} layer {snap.layer}"
         try:
             c = self.case_of(snap)
-            path = os.path.join(self.out_dir, f"{c.name}_tp{self.tp_rank}.h5")
-            optional = {k: v for k, v in (("model", self.model), ("gpu", self.gpu), ("notes", self.notes)) if v}
-            header = Header(source="capture:sglang", generator=self.generator, optional=optional,
-                            created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-            write(path, header, [c])
-            size = os.path.getsize(path)
-            with self._lock:
-                self._stats["written"] += 1
-                self._stats["bytes_written"] += size
-        except Exception as e:  # a bad call must not take the writer (or serving) down
-            self._count("skipped_unsupported", f"{where}: {e}")
+        except Exception as e:  # a device error surfacing at the copy: counted, never raised into the writer
+            self.sink.release(snap.est)
+            self.sink.skip("write_failed", where, f"{type(e).__name__}: {e}")
+            return
+        self.sink.write(f"{c.name}_tp{self.tp_rank}", c, snap.est, where)
 
     def stats(self):
-        with self._lock:
-            return dict(self._stats, errors=list(self._stats["errors"]), queued=self._queue.qsize())
+        return dict(self.sink.stats(), queued=self._queue.qsize())
 
     def close(self, timeout=None):
         """Stops capturing, writes what is queued and returns the stats."""
@@ -347,7 +410,8 @@ def install(out_dir, backend_class=None, **options):
                 cap.submit(counter["step"], int(layer.layer_id), q, k_ext, k_buf, qo, kvp, kvi, mask, mi, sm_scale, o,
                            v_buffer=v_buf)
             except Exception as e:  # never let the capture break serving
-                cap._count("skipped_unsupported", f"step {counter['step']}: {e}")
+                cap.sink.skip("skipped_unsupported", f"step {counter['step']} layer {int(layer.layer_id)}",
+                              f"{type(e).__name__}: {e}")
         return result
 
     backend_class.forward_extend = forward_extend
