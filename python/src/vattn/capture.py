@@ -32,6 +32,7 @@ import numpy as np
 
 from . import __version__
 from .casefile import Case, CaseFileError, Header, Output, write
+from .dtypes import bf16_bits
 
 SUPPORTED_SGLANG = ("0.5.23",)
 D_QK, D_V = 576, 512  # MLA: k_buffer rows of 576 (512 latent + 64 RoPE), V = the first 512 columns
@@ -71,18 +72,11 @@ def _host_ints(x):
     return np.asarray(x).astype(np.int64)
 
 
-def _host_bf16(x):
-    """bf16 values as uint16 bits on the host: a torch bfloat16 tensor, or numpy uint16 bits."""
-    if _is_torch(x):
-        import torch
-
-        if x.dtype != torch.bfloat16:
-            raise ValueError(f"expected bfloat16, got {x.dtype}")
-        return x.detach().to("cpu").contiguous().view(torch.int16).numpy().view(np.uint16)
-    a = np.asarray(x)
-    if a.dtype != np.uint16:
-        raise ValueError(f"expected bf16 bits as uint16, got {a.dtype}")
-    return a
+def _host_bf16(x, field):
+    """bf16 values as uint16 bits on the host, by vattn.write's rules (dtypes.bf16_bits): a torch
+    bfloat16 tensor, an ml_dtypes.bfloat16 array or uint16 bits; anything else is refused naming
+    the field (never rounded: a capture stores what the server had)."""
+    return bf16_bits(x, field)
 
 
 def _host_bool(x):
@@ -242,17 +236,18 @@ class Capture:
                                                            "draft (the verify contract needs it)")
             draft_mask.append(m[:, p:].astype(np.uint8).ravel())
             dmi.append(dmi[-1] + t * t)
-        q = _host_bf16(snap.q)
+        q = _host_bf16(snap.q, "q")
         n_q = q.shape[0]
         H = q.size // (n_q * D_QK)
         name = f"step{snap.step:06d}_layer{snap.layer:02d}"
         return Case(name=name, num_heads=H, sm_scale=snap.sm_scale, q=q.reshape(n_q, H, D_QK),
-                    kv_pool=_host_bf16(snap.rows).reshape(-1, D_QK), kv_indices=snap.kv_indices,
-                    kv_indptr=kv, kv_draft=_host_bf16(snap.k_extend).reshape(n_q, D_QK), qo_indptr=qo,
+                    kv_pool=_host_bf16(snap.rows, "kv_pool").reshape(-1, D_QK), kv_indices=snap.kv_indices,
+                    kv_indptr=kv, kv_draft=_host_bf16(snap.k_extend, "kv_draft").reshape(n_q, D_QK), qo_indptr=qo,
                     draft_mask=np.concatenate(draft_mask) if draft_mask else np.zeros(0, np.uint8),
                     draft_mask_indptr=np.asarray(dmi, np.int64), kv_slot_ids=snap.slots,
                     int_attrs={"layer": snap.layer, "step": snap.step, "tp_rank": self.tp_rank},
-                    outputs=[Output("serving", self.description, _host_bf16(snap.o).reshape(n_q, H, D_V), None)])
+                    outputs=[Output("serving", self.description,
+                                    _host_bf16(snap.o, "outputs/serving/out").reshape(n_q, H, D_V), None)])
 
     def _write_one(self, snap):
         where = f"step {snap.step} layer {snap.layer}"

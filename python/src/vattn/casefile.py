@@ -1,15 +1,17 @@
 """Reading and writing case files (docs/case-format.md, format vattn-cases v1)."""
 
+from __future__ import annotations
+
 import contextlib
 import dataclasses
 import datetime
 import os
 import tempfile
-from typing import Optional
 
 import h5py
 import numpy as np
 
+from . import dtypes
 from .errors import CaseFileError
 from .validate import validate
 
@@ -31,7 +33,7 @@ class Output:
     producer: str
     description: str
     out: np.ndarray  # [n_q, H, d_v]: float32 for oracle_fp64, else bf16 bits (uint16)
-    lse: Optional[np.ndarray]  # [n_q, H] float32; None: the producer reports none (never for oracle_fp64)
+    lse: np.ndarray | None  # [n_q, H] float32; None: the producer reports none (never for oracle_fp64)
 
 
 @dataclasses.dataclass
@@ -49,8 +51,8 @@ class Case:
     draft_mask_indptr: np.ndarray
     d_qk: int = 576
     d_v: int = 512
-    kv_slot_ids: Optional[np.ndarray] = None
-    draft_parent: Optional[np.ndarray] = None
+    kv_slot_ids: np.ndarray | None = None
+    draft_parent: np.ndarray | None = None
     recipe: str = ""
     int_attrs: dict[str, int] = dataclasses.field(default_factory=dict)
     outputs: list[Output] = dataclasses.field(default_factory=list)
@@ -194,18 +196,100 @@ def read(path, validate_cases=True):
     return CaseFile(path, header, cases)
 
 
-def write(path, header, cases):
-    """Writes a complete case file (replacing it), as vattn's writer lays it out."""
+def _stored_case(path: str, c: Case, convert: bool) -> Case:
+    """The case as it will be stored: every array through the rules of dtypes.py, the attributes
+    checked as vattn's reader will read them, validate() and the shapes vattn's reader expects."""
+    def err(field, reason):
+        raise CaseFileError(path, c.name, field, "cannot write: " + reason)
+
+    for k in ("num_heads", "d_qk", "d_v"):
+        v = getattr(c, k)
+        if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)):
+            err(k, f"must be an integer (is {type(v).__name__})")
+        if not -2 ** 31 <= int(v) < 2 ** 31:
+            err(k, f"value {v} does not fit int32")
+    if not isinstance(c.sm_scale, (int, float, np.integer, np.floating)) or isinstance(c.sm_scale, (bool, np.bool_)):
+        err("sm_scale", f"must be a number (is {type(c.sm_scale).__name__})")
+    if not isinstance(c.recipe, str):
+        err("recipe", f"must be a string (is {type(c.recipe).__name__})")
+    for k, v in c.int_attrs.items():
+        if k not in CASE_INT_ATTRS:
+            err(k, "not an integer case attribute of the schema (layer, step, tp_rank)")
+        if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)) or not -2 ** 63 <= int(v) < 2 ** 63:
+            err(k, f"must be an integer that fits int64 (is {v!r})")
+    producers = [o.producer for o in c.outputs]
+    try:
+        arrays = {k: dtypes.bf16_bits(getattr(c, k), k, convert) for k in BF16}
+        for k, t in _INDEX_ARRAYS.items():
+            v = getattr(c, k)
+            arrays[k] = None if v is None else dtypes.int_array(v, k, t)
+        outputs = []
+        for o in c.outputs:
+            base = "outputs/" + str(o.producer)
+            if not isinstance(o.producer, str) or o.producer in ("", ".") or "/" in o.producer:
+                err(base, "a producer name must be non-empty, not '.', without '/'")
+            if producers.count(o.producer) > 1:
+                err(base, "the producer appears twice")
+            out = (dtypes.float32_array(o.out, base + "/out") if o.producer == ORACLE
+                   else dtypes.bf16_bits(o.out, base + "/out", convert))
+            lse = None if o.lse is None else dtypes.float32_array(o.lse, base + "/lse")
+            outputs.append(Output(o.producer, o.description, out, lse))
+    except CaseFileError as e:
+        raise CaseFileError(path, c.name, e.field, e.reason) from None
+    s = dataclasses.replace(c, num_heads=int(c.num_heads), d_qk=int(c.d_qk), d_v=int(c.d_v),
+                            sm_scale=float(c.sm_scale), int_attrs={k: int(v) for k, v in c.int_attrs.items()},
+                            outputs=outputs, **arrays)
+    validate(s, path)
+    # The element counts are right (validate); the ranks must be too, or vattn refuses the file.
+    n_q, n_rows, H = int(s.qo_indptr[-1]), s.kv_pool.size // s.d_qk, s.num_heads
+    want = {"q": (n_q, H, s.d_qk), "kv_pool": (n_rows, s.d_qk), "kv_draft": (n_q, s.d_qk),
+            "kv_slot_ids": (n_rows,), "draft_parent": (n_q,)}
+    for k in _INDEX_ARRAYS:
+        want.setdefault(k, (getattr(s, k).size,) if getattr(s, k) is not None else None)
+    for o in s.outputs:
+        want["outputs/" + o.producer + "/out"] = (n_q, H, s.d_v)
+        want["outputs/" + o.producer + "/lse"] = (n_q, H)
+    have = {k: getattr(s, k) for k in list(BF16) + list(_INDEX_ARRAYS)}
+    for o in s.outputs:
+        have["outputs/" + o.producer + "/out"], have["outputs/" + o.producer + "/lse"] = o.out, o.lse
+    for k, a in have.items():
+        if a is not None and tuple(a.shape) != want[k]:
+            err(k, f"has shape {list(a.shape)}, expected {list(want[k])} (the shape vattn reads)")
+    return s
+
+
+_INDEX_ARRAYS = {"kv_indices": np.int32, "kv_indptr": np.int32, "kv_slot_ids": np.int64, "qo_indptr": np.int32,
+                 "draft_mask": np.uint8, "draft_mask_indptr": np.int64, "draft_parent": np.int32}
+
+
+def write(path: str, header: Header, cases: list, convert: bool = False) -> None:
+    """Writes a complete case file (replacing it), as vattn's writer lays it out.
+
+    bf16 fields take uint16 bits, ml_dtypes.bfloat16 arrays or torch bfloat16 tensors (their bits);
+    float16/32/64 values only with convert=True, rounded to nearest even (dtypes.py). Anything
+    else, and anything vattn's reader would refuse, raises CaseFileError naming the case and field
+    before a byte is written. The file is written under a fresh temporary name beside it and
+    renamed into place; a path that is a symbolic link is refused, never written through."""
+    for k in ("source", "created", "generator"):
+        if not isinstance(getattr(header, k), str):
+            raise CaseFileError(path, "", k, "cannot write: must be a string")
     if not header.source:
         raise CaseFileError(path, "", "source", "cannot write: must be set")
+    for k, v in header.optional.items():
+        if k not in OPTIONAL_HEADER:
+            raise CaseFileError(path, "", k, "cannot write: not a root attribute of the schema (model, gpu, notes)")
+        if not isinstance(v, str):
+            raise CaseFileError(path, "", k, "cannot write: must be a string")
     names = [c.name for c in cases]
     for c in cases:
-        if not c.name or c.name == "." or "/" in c.name or names.count(c.name) > 1:
-            raise CaseFileError(path, c.name, "", "cannot write: a case name must be unique, non-empty, not '.', without '/'")
-        validate(c, path)
+        if not isinstance(c.name, str) or not c.name or c.name == "." or "/" in c.name or names.count(c.name) > 1:
+            raise CaseFileError(path, str(c.name), "", "cannot write: a case name must be unique, non-empty, not "
+                                                       "'.', without '/'")
+    stored = [_stored_case(path, c, convert) for c in cases]
     if os.path.islink(path):
         raise CaseFileError(path, "", "", "cannot write: it is a symbolic link (the file is replaced, never written through)")
-    # A fresh temporary beside it (mkstemp: O_CREAT|O_EXCL|O_NOFOLLOW), renamed into place; removed on any failure.
+    # A fresh temporary beside it (mkstemp: O_CREAT|O_EXCL, a name nobody planted), renamed into
+    # place; removed on any failure, so a failed write leaves neither half a file nor a temporary.
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=os.path.basename(path) + ".tmp-")
     try:
         os.fchmod(fd, 0o644)
@@ -216,11 +300,9 @@ def write(path, header, cases):
             f.attrs["created"] = header.created or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             f.attrs["generator"] = header.generator or "vattn (python) 0.1.0"
             for k, v in header.optional.items():
-                if k not in OPTIONAL_HEADER:
-                    raise CaseFileError(path, "", k, "cannot write: not a root attribute of the schema (model, gpu, notes)")
                 f.attrs[k] = v
             root = f.create_group("cases")
-            for c in cases:
+            for c in stored:
                 g = root.create_group(c.name)
                 for k in ("num_heads", "d_qk", "d_v"):
                     g.attrs[k] = np.int32(getattr(c, k))
@@ -230,11 +312,11 @@ def write(path, header, cases):
                     g.attrs["recipe"] = c.recipe
                 for k, v in c.int_attrs.items():
                     g.attrs[k] = np.int64(v)
-                for k, (t, _required) in DATASETS.items():
+                for k in list(BF16) + list(_INDEX_ARRAYS):
                     v = getattr(c, k)
                     if v is None:
                         continue
-                    d = g.create_dataset(k, data=np.ascontiguousarray(v, dtype=t), **_storage(v, t))
+                    d = g.create_dataset(k, data=v, **_storage(v))
                     if k in BF16:
                         d.attrs["dtype"] = "bfloat16"
                 if c.outputs:
@@ -242,12 +324,11 @@ def write(path, header, cases):
                     for o in c.outputs:
                         p = og.create_group(o.producer)
                         p.attrs["description"] = o.description
-                        t = np.float32 if o.producer == ORACLE else np.uint16
-                        d = p.create_dataset("out", data=np.ascontiguousarray(o.out, dtype=t), **_storage(o.out, t))
+                        d = p.create_dataset("out", data=o.out, **_storage(o.out))
                         if o.producer != ORACLE:
                             d.attrs["dtype"] = "bfloat16"
                         if o.lse is not None:
-                            p.create_dataset("lse", data=np.ascontiguousarray(o.lse, dtype=np.float32))
+                            p.create_dataset("lse", data=o.lse)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -255,12 +336,10 @@ def write(path, header, cases):
         raise
 
 
-def _storage(a, t):
+def _storage(a: np.ndarray) -> dict:
     """Datasets over 64 KiB: chunked, shuffled, deflated (level 4), as vattn writes them."""
-    a = np.asarray(a)
-    if a.size * np.dtype(t).itemsize <= 64 * 1024 or a.ndim == 0:
+    if a.nbytes <= 64 * 1024 or a.ndim == 0:
         return {}
-    row = np.dtype(t).itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
+    row = a.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
     chunk = (max(1, min(a.shape[0], 256 * 1024 // max(row, 1))),) + a.shape[1:]
     return {"chunks": chunk, "shuffle": True, "compression": "gzip", "compression_opts": 4}
-# SPDX-License-Identifier: Apache-2.0
