@@ -122,13 +122,16 @@ def real_torch():
         import torch
     except ImportError:
         return None
-    t = types.SimpleNamespace(torch=torch, bfloat16=torch.bfloat16)
+    # On the GPU when there is one (the device machine's python_step.sh runs this test): the bits
+    # must come over from device memory too.
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    t = types.SimpleNamespace(torch=torch, bfloat16=torch.bfloat16, device=dev)
     t.bits_tensor = lambda bits: torch.from_numpy(np.asarray(bits, np.uint16).view(np.int16).copy()).view(
-        torch.bfloat16)
-    t.float_tensor = lambda x: torch.from_numpy(np.asarray(x).copy())
-    t.int_tensor = lambda x: torch.from_numpy(np.asarray(x, np.int64).copy())
-    t.float8_tensor = (lambda n: torch.zeros(n, dtype=torch.float8_e4m3fn)) if hasattr(torch, "float8_e4m3fn") \
-        else None
+        torch.bfloat16).to(dev)
+    t.float_tensor = lambda x: torch.from_numpy(np.asarray(x).copy()).to(dev)
+    t.int_tensor = lambda x: torch.from_numpy(np.asarray(x, np.int64).copy()).to(dev)
+    t.float8_tensor = (lambda n: torch.zeros(n, dtype=torch.float8_e4m3fn, device=dev)) \
+        if hasattr(torch, "float8_e4m3fn") else None
     return t
 
 
@@ -255,7 +258,7 @@ def main():
             print("note: torch is not installed: torch tensors are a stand-in with torch's Tensor API "
                   "(detach, contiguous, view, to, numpy) on a pretend CUDA device")
         else:
-            print(f"note: torch {torch.torch.__version__} is installed: real tensors")
+            print(f"note: torch {torch.torch.__version__} is installed: real tensors on {torch.device}")
         roundtrip(vattn, tmp, "torch bfloat16 tensors", with_bf16(base, torch.bits_tensor), base)
         roundtrip(vattn, tmp, "torch float32 tensors, convert=True",
                   with_bf16(base, lambda b: torch.float_tensor(as_f32(b))), base, convert=True)
