@@ -297,6 +297,8 @@ def read(path: str, validate_cases: bool = True, max_memory: int | None = None) 
     max_memory: bytes one case may need to be read and checked (vattn's --max-memory, default half
     the RAM); a case whose dataspaces claim more is refused before its tensors are read."""
     limit = default_memory_limit() if max_memory is None else int(max_memory)
+    if limit <= 0:
+        raise ValueError(f"max_memory must be a number of bytes > 0 (got {max_memory!r})")
     err = _raiser(path, "", "")
     if not os.path.exists(path):
         err("file does not exist")
