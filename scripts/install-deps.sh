@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what vattn needs on a fresh Debian machine (as root): compilers and CMake,
 # Catch2 v2, RapidCheck, Eigen, HDF5 (C/C++), nlohmann-json, CLI11, and h5py+numpy (Debian's python3-h5py,
-# python3-numpy) for the independent Python checks, matplotlib and Chromium (the morning report and
+# python3-numpy) for the independent Python checks (ml_dtypes from PyPI, optional), matplotlib and Chromium (the morning report and
 # its browser test), Slurm and munge (the single-node Slurm test); for scripts/lint.sh: clang-format (14, Debian
 # 12's), the shellcheck package, python3-venv and ruff (pinned, in .venv-lint/). The CUDA toolkit (nvcc) is expected at
 # /usr/local/cuda. Quick when all is there.
@@ -34,6 +34,16 @@ fi
 if ! python3 -c 'import h5py, numpy' 2>/dev/null; then
   echo "install-deps: $(command -v python3) cannot import h5py and numpy (Debian's python3-h5py, python3-numpy, or PyPI)" >&2
   exit 1
+fi
+# ml_dtypes (optional for users of python/: vattn.write takes ml_dtypes.bfloat16 arrays; py_write_dtypes
+# round-trips them and says SKIP without it): not packaged by Debian, from PyPI, with numpy pinned to the
+# installed version so that pip never swaps the numpy that h5py was built against.
+if ! python3 -c 'import ml_dtypes' 2>/dev/null; then
+  numpy_pin="numpy==$(python3 -c 'import numpy; print(numpy.__version__)')"
+  echo "install-deps: installing ml_dtypes (PyPI, $numpy_pin kept) for $(command -v python3)"
+  python3 -m pip install -q ml_dtypes "$numpy_pin" 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages ml_dtypes "$numpy_pin" ||
+    echo "install-deps: could not install ml_dtypes; py_write_dtypes will skip its ml_dtypes round trips" >&2
 fi
 # universalmutator (the mutation pipeline, scripts/mutation/): not packaged by Debian, from PyPI.
 if ! command -v mutate >/dev/null 2>&1; then

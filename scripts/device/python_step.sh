@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # python_step.sh   (on the GPU machine, from the repository root; session.sh step `python`)
 # The Python package's GPU steps: SGLang's Triton target_verify kernel as a producer and the
-# capture hook around it, both checked by vattn replay against the oracle and the kernel (split-v2).
+# capture hook around it, both checked by vattn replay against the oracle and the kernel (split-v2);
+# then vattn.write's data rules with real torch tensors in GPU memory.
 # Needs the staged build (.device/build) and SGLang's kernel files in .device/sglang-files, made
 # here before the call with:
 #   python3 -m vattn.sglang_files extract sglang-0.5.23-cp312-cp312-manylinux_2_34_x86_64.whl .device/sglang-files
@@ -36,6 +37,10 @@ timeout 300 python3 "$root/scripts/device/capture_sglang.py" --sglang-files "$fi
 [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 timeout 300 "$b/vattn" replay "$w"/capture/*.h5 --kernel split-v2 --json "$out/replay-capture.json" > "$out/replay-capture.log" 2>&1
 code=$?; grep -E "serving|kernel:|replay:" "$out/replay-capture.log" | tail -12; echo "replay of the hook's files exit $code"
+[ $code = 0 ] || rc=1
+step "vattn.write with real torch tensors on the GPU (tests/python/test_write_dtypes.py)"
+timeout 300 python3 "$root/tests/python/test_write_dtypes.py" --vattn "$b/vattn" --root "$root" > "$out/write-dtypes.log" 2>&1
+code=$?; grep -E "torch|SKIP|FAIL|checks" "$out/write-dtypes.log" | tail -12; echo "write dtypes exit $code"
 [ $code = 0 ] || rc=1
 echo "python_step: exit $rc"
 exit $rc

@@ -173,15 +173,16 @@ int64_t indptr_total(const std::vector<int32_t>& v) {
 // claim far beyond the expected length (over twice it plus 2^20 entries) is refused here, with the
 // message validate() gives for a wrong length; anything closer is read, so that the checks after
 // reading (shape, T_b, num_heads) can say more precisely what is wrong.
-void expect_elements(hid_t loc, const char* name, int64_t want, const char* shape, const Where& where) {
+// `want` is a long double so that a product of attributes (n_q x num_heads x d_qk) cannot wrap.
+void expect_elements(hid_t loc, const char* name, long double want, const char* shape, const Where& where) {
   if (want < 0 || !h5::has_link(loc, name, where.at(name))) return;  // a missing dataset: read_array says so
   const Where w = where.at(name);
   const h5::Dataset ds = h5::open_dataset(loc, name, w);
   long double have = 1;  // no overflow whatever the dataspace claims
   for (const hsize_t d : h5::dataset_dims(ds.get(), w)) have *= static_cast<long double>(d);
-  if (have > 2.0L * static_cast<long double>(want) + static_cast<long double>(1 << 20)) {
+  if (have > 2.0L * want + static_cast<long double>(1 << 20)) {
     w.read_error("has " + std::to_string(static_cast<unsigned long long>(have)) + " elements, expected " +
-                 std::to_string(want) + " (" + shape + ")");
+                 std::to_string(static_cast<unsigned long long>(want)) + " (" + shape + ")");
   }
 }
 
@@ -283,16 +284,28 @@ Case read_case(hid_t cases, const std::string& name, const std::string& path) {
     if (h5::has_attr(g.get(), key, w.at(key))) c.int_attrs[key] = h5::read_int_attr(g.get(), key, w.at(key));
   }
 
+  // B is an int (Case::num_requests); in range, it bounds the three index-pointer arrays before
+  // they are read, as the index arrays bound what follows them.
+  if (num_requests < 0 || num_requests >= INT_MAX) {
+    w.at("num_requests")
+        .read_error("value " + std::to_string(num_requests) + " is out of range (0 to " + std::to_string(INT_MAX - 1) +
+                    ")");
+  }
+  const auto pointers = static_cast<long double>(num_requests + 1);
+
   const hid_t gid = g.get();
+  expect_elements(gid, "qo_indptr", pointers, "num_requests+1", w);
   c.qo_indptr = read_array<int32_t>(gid, "qo_indptr", "qo_indptr", Elem::kInt32, {{-1, "num_requests+1"}}, w);
   if (static_cast<int64_t>(c.qo_indptr.size()) != num_requests + 1) {
     w.at("num_requests")
         .read_error("is " + std::to_string(num_requests) + " but qo_indptr has " + std::to_string(c.qo_indptr.size()) +
                     " entries (num_requests+1 expected)");
   }
+  expect_elements(gid, "kv_indptr", pointers, "num_requests+1", w);
   c.kv_indptr = read_array<int32_t>(gid, "kv_indptr", "kv_indptr", Elem::kInt32, {{-1, "num_requests+1"}}, w);
-  expect_elements(gid, "kv_indices", indptr_total(c.kv_indptr), "kv_indptr[B]", w);
+  expect_elements(gid, "kv_indices", static_cast<long double>(indptr_total(c.kv_indptr)), "kv_indptr[B]", w);
   c.kv_indices = read_array<int32_t>(gid, "kv_indices", "kv_indices", Elem::kInt32, {{-1, "kv_indptr[B]"}}, w);
+  expect_elements(gid, "draft_mask_indptr", pointers, "num_requests+1", w);
   c.draft_mask_indptr =
       read_array<int64_t>(gid, "draft_mask_indptr", "draft_mask_indptr", Elem::kInt64, {{-1, "num_requests+1"}}, w);
   int64_t mask_total = indptr_total(c.qo_indptr) >= 0 ? 0 : -1;
@@ -301,7 +314,7 @@ Case read_case(hid_t cases, const std::string& name, const std::string& path) {
     mask_total += t * t;
   }
   check_case_memory(gid, c, mask_total, w);  // from the dataspaces: before anything large is read
-  expect_elements(gid, "draft_mask", mask_total, "sum of T_b^2", w);
+  expect_elements(gid, "draft_mask", static_cast<long double>(mask_total), "sum of T_b^2", w);
   c.draft_mask = read_array<uint8_t>(gid, "draft_mask", "draft_mask", Elem::kUint8, {{-1, "sum of T_b^2"}}, w);
 
   std::vector<hsize_t> dims;
@@ -312,7 +325,10 @@ Case read_case(hid_t cases, const std::string& name, const std::string& path) {
     c.kv_slot_ids = read_array<int64_t>(gid, "kv_slot_ids", "kv_slot_ids", Elem::kInt64, {{n_rows, "n_rows"}}, w);
   }
   const int64_t n_q_want = indptr_total(c.qo_indptr);
-  expect_elements(gid, "q", n_q_want < 0 ? -1 : n_q_want * c.num_heads * c.d_qk, "n_q x num_heads x d_qk", w);
+  expect_elements(
+      gid, "q",
+      n_q_want < 0 ? -1.0L : static_cast<long double>(n_q_want) * c.num_heads * static_cast<long double>(c.d_qk),
+      "n_q x num_heads x d_qk", w);
   c.q = read_array<uint16_t>(gid, "q", "q", Elem::kBf16, {{-1, "n_q"}, {c.num_heads, "num_heads"}, {c.d_qk, "d_qk"}}, w,
                              &dims);
   const auto n_q = static_cast<int64_t>(dims[0]);
@@ -363,6 +379,8 @@ uint64_t case_memory_estimate(int64_t n_q, int64_t heads, int64_t d_qk, int64_t 
                       + outputs * 4.0L * q * h * (d_v + 1)  // stored outputs, widened to float
                       +
                       3.0L * 8.0L * q * h * (d_v + 1);  // the oracle's float64 out and lse, twice, and a bf16 reference
+  // A negative dim (num_heads = -1 in a file) makes the sum negative: validate() reports the dim.
+  if (bytes <= 0) return 0;
   return bytes > 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bytes);
 }
 

@@ -35,6 +35,7 @@ import numpy as np
 from . import __version__
 from .capture_sink import CaptureWarning, CaseSink, case_bytes
 from .casefile import Case, CaseFileError, Output
+from .dtypes import bf16_bits
 from .validate import validate
 
 SUPPORTED_SGLANG = ("0.5.23",)
@@ -77,18 +78,11 @@ def _host_ints(x):
     return np.asarray(x).astype(np.int64).ravel()
 
 
-def _host_bf16(x):
-    """bf16 values as uint16 bits on the host: a torch bfloat16 tensor, or numpy uint16 bits."""
-    if _is_torch(x):
-        import torch
-
-        if x.dtype != torch.bfloat16:
-            raise ValueError(f"expected bfloat16, got {x.dtype}")
-        return x.detach().to("cpu").contiguous().view(torch.int16).numpy().view(np.uint16)
-    a = np.asarray(x)
-    if a.dtype != np.uint16:
-        raise ValueError(f"expected bf16 bits as uint16, got {a.dtype}")
-    return a
+def _host_bf16(x, field):
+    """bf16 values as uint16 bits on the host, by vattn.write's rules (dtypes.bf16_bits): a torch
+    bfloat16 tensor, an ml_dtypes.bfloat16 array or uint16 bits; anything else is refused naming
+    the field (never rounded: a capture stores what the server had)."""
+    return bf16_bits(x, field)
 
 
 def _host_bool(x):
@@ -313,16 +307,17 @@ class Capture:
         """The case a snapshot becomes (host copies happen here)."""
         if snap.ready is not None:
             snap.ready.synchronize()
-        q = _host_bf16(snap.q)
+        q = _host_bf16(snap.q, "q")
         n_q = q.shape[0]
         H = q.size // (n_q * D_QK)
         name = f"step{snap.step:06d}_layer{snap.layer:02d}"
         return Case(name=name, num_heads=H, sm_scale=snap.sm_scale, q=q.reshape(n_q, H, D_QK),
-                    kv_pool=_host_bf16(snap.rows).reshape(-1, D_QK), kv_indices=snap.kv_indices,
-                    kv_indptr=snap.kv_indptr, kv_draft=_host_bf16(snap.k_extend).reshape(n_q, D_QK),
+                    kv_pool=_host_bf16(snap.rows, "kv_pool").reshape(-1, D_QK), kv_indices=snap.kv_indices,
+                    kv_indptr=snap.kv_indptr, kv_draft=_host_bf16(snap.k_extend, "kv_draft").reshape(n_q, D_QK),
                     qo_indptr=snap.qo_indptr, draft_mask=snap.draft_mask, draft_mask_indptr=snap.draft_mask_indptr,
                     kv_slot_ids=snap.slots, int_attrs={"layer": snap.layer, "step": snap.step, "tp_rank": self.tp_rank},
-                    outputs=[Output("serving", self.description, _host_bf16(snap.o).reshape(n_q, H, D_V), None)])
+                    outputs=[Output("serving", self.description,
+                                    _host_bf16(snap.o, "outputs/serving/out").reshape(n_q, H, D_V), None)])
 
     def _write_one(self, snap):
         where = f"step {snap.step} layer {snap.layer}"
