@@ -107,10 +107,12 @@ def _placeholder(shape, dtype=np.uint16):
     return np.broadcast_to(np.zeros((), dtype), shape)
 
 
-def _dtype_ok(x, torch_name, numpy_dtype):
+def _bf16_dtype_ok(x):
+    """Whether dtypes.bf16_bits takes x by its bits (without convert), from its dtype alone."""
     if _is_torch(x):
-        return str(x.dtype) == torch_name
-    return np.asarray(x).dtype == numpy_dtype
+        return str(x.dtype) == "torch.bfloat16"
+    dt = np.asarray(x).dtype
+    return (dt.kind == "u" and dt.itemsize == 2) or dt.name == "bfloat16"
 
 
 class Capture:
@@ -225,8 +227,9 @@ class Capture:
         """What the call becomes, decided on the host; raises ValueError/CaseFileError with the
         reason when it cannot become a valid case."""
         for name, x in (("q", q), ("k_extend", k_extend), ("k_buffer", k_buffer), ("o", o)):
-            if not _dtype_ok(x, "torch.bfloat16", np.uint16):
-                raise ValueError(f"{name}: expected bf16 (torch.bfloat16, or numpy uint16 bits), got {x.dtype}")
+            if not _bf16_dtype_ok(x):  # the dtype only: the copy to the host happens on the writer thread
+                raise ValueError(f"{name}: expected bf16 (a torch.bfloat16 tensor, an ml_dtypes.bfloat16 array or "
+                                 f"uint16 bits; a capture stores what the server had, never rounded), got {x.dtype}")
         qo, kv, mi = _host_ints(qo_indptr), _host_ints(kv_indptr), _host_ints(mask_indptr)
         B = len(qo) - 1
         if B < 1 or len(kv) != B + 1 or len(mi) != B + 1:
