@@ -24,7 +24,8 @@ statements (barriers and waits included), changed shifts and masks. This script 
             finding (the campaign's start to its first failing case) and the slowest of them, the
             share of kills within --kill-within seconds, the check that killed each, and every
             survivor with its diff and its verdict from scripts/mutation/verdicts.json (a survivor
-            shown equivalent leaves the denominator): DIR/score.json and DIR/score.md.
+            shown equivalent, or one that only changes the plan, leaves the denominator):
+            DIR/score.json and DIR/score.md.
 
 usage:
   mutants.py generate --out DIR [--revision split-v2|split-v1] [--sample N] [--seed S] [--mutate PATH]
@@ -134,7 +135,7 @@ def cmd_generate(a):
         die("universalmutator's `mutate` is not on PATH (pip install universalmutator), or give --mutate PATH")
     os.makedirs(a.out, exist_ok=True)
     raw = os.path.join(a.out, "raw")
-    records, per_file = [], {}
+    records, per_file, hashes = [], {}, {}
     for name in REVISIONS[a.revision]["sources"]:
         src = os.path.join(KERNELS, name)
         dest = os.path.join(raw, name)
@@ -145,6 +146,7 @@ def cmd_generate(a):
             die(f"mutate {src}: exit {p.returncode}: {p.stderr.strip()[-400:]}")
         with open(src) as f:
             original = f.read()
+        hashes[name] = hashlib.sha256(original.encode()).hexdigest()
         for m in sorted(os.listdir(dest), key=lambda s: int(re.search(r"\.mutant\.(\d+)\.", s).group(1))):
             with open(os.path.join(dest, m)) as f:
                 diff = unified_diff(original, f.read(), name)
@@ -164,8 +166,8 @@ def cmd_generate(a):
         r["mutant"] = kept
     shutil.rmtree(raw)
     save(a.out, {"schema": SCHEMA, "version": 1, "revision": a.revision, "generated": total,
-                 "generated_per_file": per_file, "sample": a.sample, "seed": a.seed, "tool": "universalmutator",
-                 "mutants": records})
+                 "generated_per_file": per_file, "sources": hashes, "sample": a.sample, "seed": a.seed,
+                 "tool": "universalmutator", "mutants": records})
     kept = {}
     for r in records:
         kept[r["file"]] = kept.get(r["file"], 0) + 1
@@ -244,8 +246,31 @@ def toolchain(nvcc, source):
     return h.hexdigest()[:16]
 
 
+def changed_sources(d):
+    """The mutated files whose kernels/ copy differs from the one the sample was made from."""
+    changed = []
+    for name, digest in sorted(d.get("sources", {}).items()):
+        try:
+            with open(os.path.join(KERNELS, name), "rb") as f:
+                now = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            now = None
+        if now != digest:
+            changed.append(name)
+    return changed
+
+
 def cmd_build(a):
     d = load(a.out)
+    # A mutant is a whole copy of one file: built over a kernels/ that has moved on since the sample
+    # was made, it would also undo every change made since, and be judged as a bug it is not.
+    changed = changed_sources(d)
+    if changed:
+        die(f"{a.out}/mutants.json: kernels/{', kernels/'.join(changed)} changed since this sample was generated; "
+            "its mutants would undo those changes: generate a fresh sample")
+    if "sources" not in d:
+        print(f"build: {a.out}/mutants.json records no hashes of its sources (written before they were): "
+              "its mutants cannot be checked against kernels/", flush=True)
     nvcc = a.nvcc or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     revision = revision_of(d)
     source = REVISIONS[revision]["source"]
@@ -470,8 +495,13 @@ def change_of(diff):
 # equivalent: no input can tell it from the original (it leaves the denominator);
 # killed-by-new-check: a check added since kills it (the next run must show it killed);
 # not-observable: it does differ, but only in a way no output can show (say, an ordering the
-# hardware does not exhibit); it stays a survivor in the denominator, with the reason recorded.
-VERDICTS = ("equivalent", "killed-by-new-check", "not-observable")
+# hardware does not exhibit); it stays a survivor in the denominator, with the reason recorded;
+# plan-only: it changes only how the work is cut (the planner's cost model, packing, balance),
+# which the contract leaves to each revision: every plan must give outputs within the tolerance,
+# so no correctness check may fail it; a benchmark sees it. It leaves the denominator and is
+# listed apart from the equivalent ones.
+VERDICTS = ("equivalent", "killed-by-new-check", "not-observable", "plan-only")
+LEAVE_DENOMINATOR = ("equivalent", "plan-only")
 
 
 def load_verdicts(path):
@@ -513,7 +543,8 @@ def cmd_report(a):
     # A survivor shown equivalent is not a mutant the suite could kill: it leaves the denominator.
     # One whose verdict names a new check that kills it, yet survived, stays in (and is flagged).
     equivalent = [r for r in survived if r["verdict"] == "equivalent"]
-    judged = len(killed) + len(survived) - len(equivalent)
+    plan_only = [r for r in survived if r["verdict"] == "plan-only"]
+    judged = len(killed) + len(survived) - len(equivalent) - len(plan_only)
     score = len(killed) / judged if judged else None
     # Time to first finding: the campaign's start to its first failing case (first_finding). A kill
     # whose journal gave no time counts as not within the bound.
@@ -537,7 +568,7 @@ def cmd_report(a):
     rep = {"schema": "vattn-mutation-score", "version": 1, "revision": revision, "generated": d.get("generated"),
            "generated_per_file": d.get("generated_per_file"), "sampled": len(ms), "seed": d.get("seed"),
            "counts": {k: len(v) for k, v in by.items()}, "judged": judged, "killed": len(killed),
-           "survivors_equivalent": len(equivalent),
+           "survivors_equivalent": len(equivalent), "survivors_plan_only": len(plan_only),
            "score": score, "median_time_to_kill_s": kill_times[len(kill_times) // 2] if kill_times else None,
            "max_time_to_kill_s": kill_times[-1] if kill_times else None,
            "kill_within_s": a.kill_within, "kills_within": within,
@@ -563,6 +594,10 @@ def cmd_report(a):
               + (f" = {100 * score:.1f}%**" if score is not None else " (none judged yet)**")
               + (f" ({len(equivalent)} survivors shown equivalent left out: scripts/mutation/verdicts.json)"
                  if equivalent else ""), ""]
+    if plan_only:
+        lines += [f"{len(plan_only)} survivor(s) change only the plan (verdict plan-only, left out of the score: the "
+                  "contract lets every revision cut the work its own way, a benchmark sees them): "
+                  + ", ".join(r["id"] for r in plan_only), ""]
     if killed:
         lines += [f"**Kills within {a.kill_within:g} s of one campaign: {within} of {len(killed)} "
                   f"({100 * within / len(killed):.1f}%)**"

@@ -9,7 +9,8 @@
 # `run` is driven with a stand-in for vattn fuzz (stand_in_vattn.py): one campaign per GPU at a
 # time, each pinned with CUDA_VISIBLE_DEVICES, the time to first finding read from the journal,
 # the slowest kills and the share within 60 s, resumed across calls. Real campaigns need a GPU:
-# scripts/device/mutation_step.sh. pipeline_checks.py holds the longer checks and fixtures.
+# scripts/device/mutation_step.sh. A sample whose mutated sources changed since generate is
+# refused by build. pipeline_checks.py holds the longer checks and fixtures.
 # Skipped (77) without universalmutator's `mutate` or without nvcc.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,6 +45,20 @@ for m in d["mutants"]:
         assert m.get("error"), m["id"]
 print("ok: every mutant is stillborn, equivalent, duplicate or a candidate with its library")
 PY
+# A sample made from another kernels/ (its recorded hash of a mutated file differs) is refused:
+# its mutants would undo what changed since.
+cp -r "$tmp/a" "$tmp/stale"
+python3 - "$tmp/stale/mutants.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["sources"].get("split_v2_partial.cuh"), "generate recorded no hash of split_v2_partial.cuh"
+d["sources"]["split_v2_partial.cuh"] = "0" * 64
+json.dump(d, open(sys.argv[1], "w"))
+PY
+python3 "$py" build --out "$tmp/stale" -j 2 >"$tmp/stale.log" 2>&1
+[ $? -eq 2 ] && grep -q "kernels/split_v2_partial.cuh changed since this sample was generated" "$tmp/stale.log" &&
+  echo "ok: build refuses a sample whose mutated sources changed since generate" ||
+  { ok=0; echo "FAIL: stale sample built"; cat "$tmp/stale.log"; }
 python3 "$py" report --out "$tmp/a" >"$tmp/report.log" 2>&1 && grep -q "none judged yet" "$tmp/a/score.md" &&
   python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); assert d["schema"] == "vattn-mutation-score" and d["judged"] == 0' "$tmp/a/score.json" &&
   echo "ok: report (nothing judged without a GPU)" || { ok=0; echo "FAIL: report"; cat "$tmp/report.log"; }
@@ -68,7 +83,7 @@ grep -q "another toolchain built" "$tmp/rebuild.log" && [ "$before" = "$after" ]
 python3 - "$tmp/a" "$tmp/verdicts.json" <<'PY'
 import json, os, sys
 p = os.path.join(sys.argv[1], "mutants.json"); d = json.load(open(p))
-ms = [m for m in d["mutants"] if m["status"] in ("candidate", "equivalent", "duplicate", "stillborn")][:3]
+ms = [m for m in d["mutants"] if m["status"] in ("candidate", "equivalent", "duplicate", "stillborn")][:4]
 def change(diff):
     minus = [l[1:].strip() for l in diff.splitlines() if l.startswith("-") and not l.startswith("---")]
     plus = [l[1:].strip() for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++")]
@@ -76,16 +91,19 @@ def change(diff):
 ms[0].update(status="killed", killed_by="wrong: vs oracle", cases=3)
 ms[1].update(status="survived", cases=100)
 ms[2].update(status="survived", cases=100)
+ms[3].update(status="survived", cases=100)
 json.dump(d, open(p, "w"))
 v = {"schema": "vattn-mutant-verdicts", "version": 1, "verdicts": [
     {"file": ms[1]["file"], "change": change(ms[1]["diff"]), "verdict": "equivalent", "why": "test"},
-    {"file": ms[2]["file"], "change": change(ms[2]["diff"]), "verdict": "not-observable", "why": "test"}]}
+    {"file": ms[2]["file"], "change": change(ms[2]["diff"]), "verdict": "not-observable", "why": "test"},
+    {"file": ms[3]["file"], "change": change(ms[3]["diff"]), "verdict": "plan-only", "why": "test"}]}
 json.dump(v, open(sys.argv[2], "w"))
 PY
 python3 "$py" report --out "$tmp/a" --verdicts "$tmp/verdicts.json" >"$tmp/report2.log" 2>&1 &&
   grep -q "Score: 1 killed of 2 judged non-equivalent mutants = 50.0%" "$tmp/a/score.md" &&
   grep -q "verdict not-observable, counted as survivors" "$tmp/a/score.md" &&
-  echo "ok: verdicts: equivalent leaves the denominator, not-observable stays" ||
+  grep -q "1 survivor(s) change only the plan (verdict plan-only, left out of the score" "$tmp/a/score.md" &&
+  echo "ok: verdicts: equivalent and plan-only leave the denominator, not-observable stays" ||
   { ok=0; echo "FAIL: verdicts in the report"; grep -E "Score|not-observable" "$tmp/a/score.md"; cat "$tmp/report2.log"; }
 python3 "$py" report --out "$tmp/a" --verdicts "$root/scripts/mutation/verdicts.json" >"$tmp/report3.log" 2>&1 &&
   echo "ok: the repository's verdicts.json loads" || { ok=0; echo "FAIL: scripts/mutation/verdicts.json"; cat "$tmp/report3.log"; }
