@@ -38,11 +38,19 @@ namespace {
 // small workspace.
 testbed::Observation observe(const Case& c, const testbed::Options& o, const std::string& revision) {
   DeviceCase dc(c);
-  testbed::Testbed tb(load_revision(revision), limits_for(c, std::max(o.splits, 8)));
+  const int64_t rows = static_cast<int64_t>(c.n_q()) * c.num_heads;
+  testbed::Testbed tb(load_revision(revision),
+                      limits_for(c, std::max(o.splits, std::min(8, partial_splits_cap(rows)))));
   return tb.run(dc, c, o);
 }
 
 }  // namespace
+
+int partial_splits_cap(int64_t rows) {
+  const int64_t d_v = Case().d_v;  // every revision's output width (MLA's latent)
+  const int64_t per_split = std::max<int64_t>(1, rows) * d_v * static_cast<int64_t>(sizeof(float));
+  return static_cast<int>(std::clamp<int64_t>(kMaxPartialBytes / per_split, 1, 1 << 20));
+}
 
 bool plan_hook_under_test() { return load_revision(revision_under_test()).plan_for != nullptr; }
 
@@ -69,7 +77,8 @@ rc::Gen<Recipe::PlanLimits> gen_tight_limits(const Recipe& r, int drafts_cap) {
     longest = std::max(longest, t);
   }
   const int batch = static_cast<int>(r.drafts.size());
-  const int forced = std::max(recipe_work(r) >= kHeavyWork ? 16 : 1, r.splits);
+  const int forced =
+      std::max(std::min(recipe_work(r) >= kHeavyWork ? 16 : 1, partial_splits_cap(total * r.heads)), r.splits);
   return rc::gen::apply(
       [=](int more_b, int more_q, int more_t, int more_s) {
         Recipe::PlanLimits l;
@@ -88,7 +97,10 @@ rc::Gen<Recipe> gen_planned_recipe(const GenBudget& b, bool hook, bool tight_lim
     const Revision rev = load_revision(revision_under_test());
     return rev.api->capabilities(&caps) == VATTN_OK ? caps.max_drafts_per_request : 1;
   }();
-  return rc::gen::mapcat(gen_recipe(b), [hook, tight_limits](const Recipe& r) {
+  return rc::gen::mapcat(gen_recipe(b), [hook, tight_limits](Recipe r) {
+    int64_t rows = 0;
+    for (int t : r.drafts) rows += static_cast<int64_t>(t) * r.heads;
+    r.splits = std::min(r.splits, partial_splits_cap(rows));
     const rc::Gen<Recipe::PlanLimits> limits =
         tight_limits ? gen_tight_limits(r, drafts_cap) : rc::gen::just(Recipe::PlanLimits{});
     return rc::gen::apply(

@@ -36,9 +36,15 @@ rc::Gen<testbed::PlanOverride> gen_gpu_plan(bool hook, bool heavy = false);
 rc::Gen<Recipe::PlanLimits> gen_tight_limits(const Recipe& r, int drafts_cap);
 // Work (gen_recipe.h's recipe_work) from which a property case counts as heavy.
 constexpr int64_t kHeavyWork = 4000000;
+// The most splits a property case's workspace may hold: its partial outputs take rows x splits x
+// d_v floats, and several GPU tests share one GPU at a time, so a case of many heads and drafts
+// (H=128 x 1100 drafts x 64 splits is 18 GB) is run with fewer splits, never fewer than one.
+constexpr int64_t kMaxPartialBytes = int64_t{1} << 30;
+int partial_splits_cap(int64_t rows);
 // gen_recipe(b) with the plan it runs on in the recipe itself, so the counterexample's line re-runs
 // it: another GPU's (sms=, sm_blocks=) when `hook`, and with `tight_limits` tight plan limits
-// (limits=, within the revision under test's capabilities).
+// (limits=, within the revision under test's capabilities). A forced split count is at most
+// partial_splits_cap of the case's rows.
 rc::Gen<Recipe> gen_planned_recipe(const GenBudget& b, bool hook, bool tight_limits);
 
 // Poisoned, forced-split run of a revision (default: the one under test) on its own
