@@ -7,7 +7,11 @@ prints what ran, what did not and why: each skipped test's reason (the line it p
 the gpu-labelled ones last and one by one; the tests a label kept out (--deselected-label); the
 failures; then one closing line, which it prints again as the very last line.
 
-    ctest_summary.py --build DIR --junit FILE [--deselected-label LABEL]... [--hint TEXT] [--seconds N]
+    ctest_summary.py --build DIR --junit FILE [--selection FILE] [--deselected-label LABEL]... [--hint TEXT]
+                     [--seconds N]
+
+--selection is `ctest --show-only=json-v1` with the caller's own filters (without the label it left
+out): the tests the caller asked for, so that only those count as not run for that label.
 
 Exit status: 0 when the summary was printed, 2 when the JUnit file or the test list cannot be read.
 """
@@ -67,11 +71,15 @@ def read_junit(path: str) -> list[Result]:
     return results
 
 
-def read_labels(build: str) -> dict[str, list[str]]:
-    """Every test of the build and its labels (ctest --show-only=json-v1)."""
-    out = subprocess.run(
-        ["ctest", "--test-dir", build, "--show-only=json-v1"], check=True, capture_output=True, text=True
-    ).stdout
+def read_labels(build: str, selection: str | None) -> dict[str, list[str]]:
+    """The tests asked for (the selection file, else every test of the build) and their labels."""
+    if selection:
+        with open(selection, encoding="utf-8") as f:
+            out = f.read()
+    else:
+        out = subprocess.run(
+            ["ctest", "--test-dir", build, "--show-only=json-v1"], check=True, capture_output=True, text=True
+        ).stdout
     labels = {}
     for test in json.loads(out).get("tests", []):
         names = [p.get("value", []) for p in test.get("properties", []) if p.get("name") == "LABELS"]
@@ -93,6 +101,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", required=True, help="the build folder ctest ran in")
     ap.add_argument("--junit", required=True, help="the JUnit XML file ctest wrote (--output-junit)")
+    ap.add_argument("--selection", help="ctest --show-only=json-v1 of the tests asked for (default: all)")
     ap.add_argument(
         "--deselected-label", action="append", default=[], help="a label the run left out (ctest -LE): its tests are listed"
     )
@@ -105,13 +114,14 @@ def main() -> int:
         print(f"ctest_summary: {args.junit}: cannot read ctest's results: {e}", file=sys.stderr)
         return 2
     try:
-        labels = read_labels(args.build)
+        labels = read_labels(args.build, args.selection)
     except (OSError, subprocess.CalledProcessError, json.JSONDecodeError) as e:
         print(f"ctest_summary: {args.build}: cannot list its tests (ctest --show-only=json-v1): {e}", file=sys.stderr)
         return 2
 
     ran = {r.name for r in results}
     by = {s: [r for r in results if r.status == s] for s in ("passed", "failed", "skipped", "disabled")}
+    # A test that ran but is not in the selection (a stale selection file) is judged by its name alone.
     is_gpu = {r.name: "gpu" in labels.get(r.name, []) for r in results}
     skipped_gpu = [r for r in by["skipped"] if is_gpu[r.name]]
     deselected = {

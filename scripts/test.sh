@@ -30,14 +30,17 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "NOTE: no CUDA device here: the gpu-labelled tests will be reported as Skipped (they did NOT run)."
   echo "      On a GPU machine: ctest -L gpu; from this machine: scripts/device/stage.sh, then scripts/device/run.sh there."
 fi
+# ctest also writes JUnit XML (kept in the build folder): CI systems read it, and so does the summary.
+junit="$VATTN_BUILD/ctest-junit.xml"
+selection="$VATTN_BUILD/ctest-selection.json"
+rm -f "$junit"
 filter=() deselected=()
 if [ $all = 0 ]; then
   filter=(-LE slow)
-  deselected=(--deselected-label slow)
+  # The tests the caller's own arguments select: those of them labelled slow are the ones left out.
+  ctest --test-dir "$VATTN_BUILD" --show-only=json-v1 "$@" > "$selection"
+  deselected=(--selection "$selection" --deselected-label slow)
 fi
-# ctest also writes JUnit XML (kept in the build folder): CI systems read it, and so does the summary.
-junit="$VATTN_BUILD/ctest-junit.xml"
-rm -f "$junit"
 t0=$SECONDS
 rc=0
 ctest --test-dir "$VATTN_BUILD" --output-on-failure --no-tests=error --output-junit "$junit" -j "$(nproc)" \
