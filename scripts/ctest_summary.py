@@ -34,6 +34,7 @@ class Result:
     name: str
     status: str  # passed, failed, skipped, disabled
     reason: str  # skipped: the line the test printed; failed: its last line
+    seconds: float
 
 
 def skip_reason(output: str) -> str:
@@ -53,26 +54,31 @@ def read_junit(path: str) -> list[Result]:
         name = case.get("name", "?")
         status = case.get("status", "")
         out = case.findtext("system-out") or ""
+        seconds = float(case.get("time") or 0)
         skipped = case.find("skipped")
         failure = case.find("failure")
         if status == "disabled":
-            results.append(Result(name, "disabled", "DISABLED property"))
+            results.append(Result(name, "disabled", "DISABLED property", seconds))
         elif skipped is not None and "SKIP_" in (skipped.get("message") or ""):
-            results.append(Result(name, "skipped", skip_reason(out)))
+            results.append(Result(name, "skipped", skip_reason(out), seconds))
         elif status == "run" and failure is None:
-            results.append(Result(name, "passed", ""))
+            results.append(Result(name, "passed", "", seconds))
         else:  # failed, timed out, or not run for want of its executable (ctest counts those as failed)
             lines = [line.strip() for line in out.splitlines() if line.strip()]
             message = failure.get("message", "") if failure is not None else ""
             if skipped is not None and not message:
                 message = skipped.get("message") or "not run"
-            # Its last line says most (the FAIL line of a script); ctest's message says little ("fail").
-            results.append(Result(name, "failed", lines[-1] if lines else message or status or "failed"))
+            # Its last line says most (the FAIL line of a script); ctest's message adds only what is not
+            # a plain failure (Timeout, a signal).
+            extra = message if message.lower() not in ("", "fail", "failed") else ""
+            last = lines[-1] if lines else ""
+            reason = f"{extra}: {last}" if extra and last and extra not in last else last or extra or "failed"
+            results.append(Result(name, "failed", reason, seconds))
     return results
 
 
-def read_labels(build: str, selection: str | None) -> dict[str, list[str]]:
-    """The tests asked for (the selection file, else every test of the build) and their labels."""
+def read_tests(build: str, selection: str | None) -> dict[str, dict[str, object]]:
+    """The tests asked for (the selection file, else every test of the build) and their properties."""
     if selection:
         with open(selection, encoding="utf-8") as f:
             out = f.read()
@@ -80,11 +86,10 @@ def read_labels(build: str, selection: str | None) -> dict[str, list[str]]:
         out = subprocess.run(
             ["ctest", "--test-dir", build, "--show-only=json-v1"], check=True, capture_output=True, text=True
         ).stdout
-    labels = {}
+    tests = {}
     for test in json.loads(out).get("tests", []):
-        names = [p.get("value", []) for p in test.get("properties", []) if p.get("name") == "LABELS"]
-        labels[test.get("name", "?")] = names[0] if names else []
-    return labels
+        tests[test.get("name", "?")] = {p.get("name"): p.get("value") for p in test.get("properties", [])}
+    return tests
 
 
 def short(reason: str, width: int = 70) -> str:
@@ -114,11 +119,17 @@ def main() -> int:
         print(f"ctest_summary: {args.junit}: cannot read ctest's results: {e}", file=sys.stderr)
         return 2
     try:
-        labels = read_labels(args.build, args.selection)
+        tests = read_tests(args.build, args.selection)
     except (OSError, subprocess.CalledProcessError, json.JSONDecodeError) as e:
         print(f"ctest_summary: {args.build}: cannot list its tests (ctest --show-only=json-v1): {e}", file=sys.stderr)
         return 2
 
+    labels = {name: props.get("LABELS") or [] for name, props in tests.items()}
+    # ctest's JUnit says nothing of a timeout: a failure that ran as long as its TIMEOUT is one.
+    for r in results:
+        timeout = tests.get(r.name, {}).get("TIMEOUT")
+        if r.status == "failed" and isinstance(timeout, (int, float)) and timeout > 0 and r.seconds >= timeout - 0.5:
+            r.reason = f"timed out after {timeout:g} s; last line: {r.reason}"
     ran = {r.name for r in results}
     by = {s: [r for r in results if r.status == s] for s in ("passed", "failed", "skipped", "disabled")}
     # A test that ran but is not in the selection (a stale selection file) is judged by its name alone.

@@ -7,6 +7,7 @@
 #     and it is printed twice, the second time as the very last line;
 #   - the gpu test's reason comes last, after the other skips, one test a line;
 #   - --all runs the slow test; VATTN_REQUIRE_GPU=1 turns the gpu skip into a failure (exit 8, ctest's);
+#   - a test killed at its TIMEOUT is named as timed out (ctest's JUnit does not say so);
 #   - ctest arguments pass through, and only the slow tests they select count as not run;
 #   - no build folder: exit 2, naming it.
 set -uo pipefail
@@ -30,6 +31,8 @@ set_tests_properties(passes PROPERTIES LABELS cpu)
 set_tests_properties(skips_cpu PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)
 set_tests_properties(skips_gpu PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
 set_tests_properties(slow_one PROPERTIES LABELS "cpu;slow")
+add_test(NAME hangs_on_demand COMMAND sh -c "echo started; [ \"$PLANT_HANG\" = 1 ] && sleep 10; exit 0")
+set_tests_properties(hangs_on_demand PROPERTIES LABELS cpu TIMEOUT 1)
 EOF
 cmake -S "$tmp/project" -B "$tmp/build" > "$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; exit 1; }
 
@@ -46,7 +49,7 @@ run() {
 show() { sed 's/^/    | /' "$tmp/$1.out"; }
 
 run default --
-want='^== 1 passed, 2 skipped \(1: chromium not found; 1: no CUDA device visible\), 1 not run \(label slow: scripts/test\.sh --all runs them\) in [0-9]+ s ==$'
+want='^== 2 passed, 2 skipped \(1: chromium not found; 1: no CUDA device visible\), 1 not run \(label slow: scripts/test\.sh --all runs them\) in [0-9]+ s ==$'
 [ $rc -eq 0 ] || fail "default run: exit $rc, expected 0"
 grep -qE "$want" <<<"$last" || { fail "default run: the last line is not the closing line: $last"; show default; }
 [ "$(grep -cxF -- "$last" "$tmp/default.out")" -eq 2 ] || fail "default run: the closing line is not printed twice"
@@ -58,12 +61,12 @@ grep -qxF "NOT RUN [1] label slow: slow_one" "$tmp/default.out" || fail "default
 grep -q "^NOTE: this gpu test did NOT run" "$tmp/default.out" || { fail "default run: no note on the gpu test"; show default; }
 
 run all -- --all
-want='^== 2 passed, 2 skipped \(1: chromium not found; 1: no CUDA device visible\) in [0-9]+ s ==$'
+want='^== 3 passed, 2 skipped \(1: chromium not found; 1: no CUDA device visible\) in [0-9]+ s ==$'
 [ $rc -eq 0 ] || fail "--all: exit $rc, expected 0"
 grep -qE "$want" <<<"$last" || { fail "--all: closing line: $last"; show all; }
 
 run require VATTN_REQUIRE_GPU=1 --
-want='^== 1 failed, 1 passed, 1 skipped \(1: chromium not found\), 1 not run \(label slow: scripts/test\.sh --all runs them\) in [0-9]+ s ==$'
+want='^== 1 failed, 2 passed, 1 skipped \(1: chromium not found\), 1 not run \(label slow: scripts/test\.sh --all runs them\) in [0-9]+ s ==$'
 [ $rc -ne 0 ] || fail "VATTN_REQUIRE_GPU=1: exit 0, expected ctest's failure"
 grep -qE "$want" <<<"$last" || { fail "VATTN_REQUIRE_GPU=1: closing line: $last"; show require; }
 grep -q "^FAILED skips_gpu" "$tmp/require.out" || fail "VATTN_REQUIRE_GPU=1: the gpu test is not named as failed"
@@ -73,8 +76,14 @@ run gpu_only -- -L gpu
 want='^== 0 passed, 1 skipped \(1: no CUDA device visible\) in [0-9]+ s ==$'
 grep -qE "$want" <<<"$last" || { fail "-L gpu: closing line: $last"; show gpu_only; }
 run cpu_only -- -L cpu
-want='^== 1 passed, 1 skipped \(1: chromium not found\), 1 not run \(label slow: scripts/test\.sh --all runs them\) in [0-9]+ s ==$'
+want='^== 2 passed, 1 skipped \(1: chromium not found\), 1 not run \(label slow: scripts/test\.sh --all runs them\) in [0-9]+ s ==$'
 grep -qE "$want" <<<"$last" || { fail "-L cpu: closing line: $last"; show cpu_only; }
+
+# ctest's JUnit does not say a test timed out; the summary does.
+run hang PLANT_HANG=1 -- -R hangs_on_demand
+[ $rc -ne 0 ] || fail "a timed-out test: exit 0"
+grep -qxF "FAILED hangs_on_demand: timed out after 1 s; last line: started" "$tmp/hang.out" ||
+  { fail "a timed-out test is not named as one"; show hang; }
 
 run nothing -- -R no_such_test
 [ $rc -ne 0 ] || fail "a filter that matches nothing: exit 0 (ctest --no-tests=error)"
