@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-# Install rules and the exported CMake package `vattn` (host libraries only, never CUDA):
+# Install rules: the `vattn` command and the exported CMake package `vattn` (host libraries only,
+# never CUDA), with a pkg-config file beside it:
 #   find_package(vattn REQUIRED)
 #   target_link_libraries(app PRIVATE vattn::casefile vattn::gen vattn::oracle vattn::check)
-# Installs static libraries to <prefix>/lib, the headers of each installed library under
-# <prefix>/include/vattn/<its folder>/ (the path they have in the source tree, so consumers and
-# the suite include them the same way: <vattn/casefile/case_file.h>), and the package to
-# <prefix>/lib/cmake/vattn/.
+#   c++ -std=c++17 app.cpp $(pkg-config --cflags --libs vattn)
+# Installs the command to <prefix>/bin (its fuzz workers are the same binary: `vattn fuzz-worker`),
+# the morning report's generator to <prefix>/share/vattn, static libraries to <prefix>/lib, the
+# headers of each installed library under <prefix>/include/vattn/<its folder>/ (the path they have
+# in the source tree, so consumers and the suite include them the same way:
+# <vattn/casefile/case_file.h>), the package to <prefix>/lib/cmake/vattn/ and vattn.pc to
+# <prefix>/lib/pkgconfig/. Nothing installed names the source or the build tree.
 # Included last from the top-level CMakeLists.txt, so every target exists; a target a
 # configuration does not build (e.g. a CPU-only one) is skipped with if(TARGET).
 include(GNUInstallDirs)
@@ -93,6 +97,7 @@ install(TARGETS ${_vattn_export_targets}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS vattn RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # `vattn report` looks for the morning report generator at <bin>/../share/vattn first.
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/vattn/fuzz/report/morning_report.py DESTINATION ${CMAKE_INSTALL_DATADIR}/vattn)
 install(EXPORT vattnTargets NAMESPACE vattn:: FILE vattnTargets.cmake DESTINATION ${VATTN_INSTALL_CMAKEDIR})
@@ -105,6 +110,22 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/vattnConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/vattnConfig.cmake ${PROJECT_BINARY_DIR}/vattnConfigVersion.cmake
         DESTINATION ${VATTN_INSTALL_CMAKEDIR})
+
+# vattn.pc: the same libraries for builds without CMake. Its prefix is found from where the file
+# lies (${pcfiledir}), so the installed tree can move; link order: users before what they use.
+set(VATTN_PC_LIBS "")
+foreach(_entry IN LISTS _vattn_install_libs)
+  string(REPLACE ":" ";" _entry "${_entry}")
+  list(GET _entry 0 _target)
+  if(TARGET ${_target})
+    string(PREPEND VATTN_PC_LIBS "-l${_target} ")
+  endif()
+endforeach()
+string(STRIP "${VATTN_PC_LIBS}" VATTN_PC_LIBS)
+file(RELATIVE_PATH VATTN_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+string(REGEX REPLACE "/$" "" VATTN_PC_TO_PREFIX "${VATTN_PC_TO_PREFIX}")
+configure_file(${CMAKE_CURRENT_LIST_DIR}/vattn.pc.in ${PROJECT_BINARY_DIR}/vattn.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/vattn.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 unset(_vattn_install_libs)
 unset(_vattn_export_targets)

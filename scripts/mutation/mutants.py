@@ -132,7 +132,10 @@ def unified_diff(original, mutated, name):
 def cmd_generate(a):
     mutate = a.mutate or shutil.which("mutate")
     if not mutate:
-        die("universalmutator's `mutate` is not on PATH (pip install universalmutator), or give --mutate PATH")
+        die(
+            "universalmutator's `mutate` is not on PATH (scripts/install-deps.sh --with-optional installs it into .venv:"
+            " source .venv/bin/activate), or give --mutate PATH"
+        )
     os.makedirs(a.out, exist_ok=True)
     raw = os.path.join(a.out, "raw")
     records, per_file, hashes = [], {}, {}

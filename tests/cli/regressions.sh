@@ -17,11 +17,14 @@ args=()
 if [ "$mode" = gpu ]; then
   probe=$("$vattn" replay --kernel split-v2 "${files[0]}" 2>&1)
   if [ $? -eq 2 ] && grep -q "no CUDA device\|built without CUDA" <<<"$probe"; then
+    # The reason as it is: no device here, or a vattn that cannot run a kernel anywhere.
+    why="no CUDA device"
+    grep -q "built without CUDA" <<<"$probe" && why="this vattn was built without CUDA (VATTN_CUDA=OFF)"
     if [ "${VATTN_REQUIRE_GPU:-0}" = 1 ]; then
-      echo "FAIL: no CUDA device, and VATTN_REQUIRE_GPU=1 says this machine should have one"
+      echo "FAIL: $why, and VATTN_REQUIRE_GPU=1 says this machine should run the kernel"
       exit 1
     fi
-    echo "SKIPPED: no CUDA device (the corpus is replayed with the kernel on a GPU machine)"
+    echo "SKIPPED: $why (the corpus is replayed with the kernel on a GPU machine)"
     exit 77
   fi
   args=(--kernel split-v2)

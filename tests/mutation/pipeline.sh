@@ -15,7 +15,8 @@
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 py=$root/scripts/mutation/mutants.py
-command -v mutate >/dev/null 2>&1 || { echo "SKIPPED: universalmutator is not installed (pip install universalmutator)"; exit 77; }
+command -v mutate >/dev/null 2>&1 ||
+  { echo "SKIPPED: universalmutator is not installed (optional: scripts/install-deps.sh --with-optional installs it into .venv)"; exit 77; }
 command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] || { echo "SKIPPED: no nvcc"; exit 77; }
 tmp=$(mktemp -d /tmp/vattn-mutation.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

@@ -34,7 +34,7 @@ missing=''
 [ -n "$chromium" ] || missing="chromium"
 [ -n "$py" ] || missing="${missing:+$missing, }python3 with matplotlib"
 if [ -n "$missing" ]; then
-  echo "SKIPPED: $missing not found (Debian: chromium, python3-matplotlib)"
+  echo "SKIPPED: $missing not found (optional: scripts/install-deps.sh --with-optional installs chromium)"
   exit 77
 fi
 

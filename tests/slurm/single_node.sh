@@ -21,7 +21,7 @@ set -u
 skip() { echo "SKIPPED: $*"; exit 77; }
 [ $# -eq 2 ] || { echo "usage: single_node.sh VATTN_EXE SOURCE_DIR" >&2; exit 2; }
 for c in slurmctld slurmd munged sbatch sinfo squeue scontrol scancel; do
-  command -v "$c" >/dev/null 2>&1 || skip "Slurm is not installed (Debian: slurm-wlm, munge): no $c"
+  command -v "$c" >/dev/null 2>&1 || skip "Slurm is not installed (optional: scripts/install-deps.sh --with-optional installs slurm-wlm, munge): no $c"
 done
 [ "$(id -u)" -eq 0 ] || skip "the single-node Slurm cluster needs root (slurmd runs jobs as their user; this is uid $(id -u))"
 command -v python3 >/dev/null 2>&1 || skip "python3 is needed for the JSON checks"

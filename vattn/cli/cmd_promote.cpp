@@ -14,10 +14,6 @@
 #include "vattn/cli/commands.h"
 #include "vattn/fuzz/protocol/protocol.h"
 
-#ifndef VATTN_REGRESSION_CORPUS
-#define VATTN_REGRESSION_CORPUS ""
-#endif
-
 namespace vattn::cli {
 
 namespace fs = std::filesystem;
@@ -26,6 +22,23 @@ using fuzz::json;
 namespace {
 
 constexpr const char* kOracleProducer = "oracle_fp64";
+// The corpus when --corpus is not given: the repository's, from its root (where the README's
+// commands run). Relative on purpose: a compiled-in checkout path would name the build machine's
+// tree in every installed vattn.
+constexpr const char* kDefaultCorpus = "fixtures/regressions";
+
+// What a promoted file says of where it came from, without the machine's paths: a kernel library
+// by its file name ("fuzz:libmine.so"; a built-in revision or host target by its name), a finding
+// by its campaign folder's name and its own ("night1/findings/002-wrong").
+std::string kernel_label(const std::string& kernel) {
+  return kernel.find('/') == std::string::npos ? kernel : fs::path(kernel).filename().string();
+}
+std::string finding_label(const std::string& finding_dir) {
+  fs::path p = fs::absolute(finding_dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "DIR/findings/002-wrong/"
+  const fs::path campaign = p.parent_path().parent_path().filename();
+  return (campaign / p.parent_path().filename() / p.filename()).string();
+}
 
 json read_finding(const std::string& dir) {
   const std::string path = dir + "/finding.json";
@@ -95,7 +108,7 @@ int cmd_promote(int argc, char** argv) {
             "already in the corpus is not added twice.");
   args.positionals("FINDING_DIR", "a finding of a campaign: DIR/findings/NNN-<class>", 1)
       .option("corpus", "DIR", "the regression folder",
-              std::string(VATTN_REGRESSION_CORPUS).empty() ? "required" : VATTN_REGRESSION_CORPUS)
+              std::string(kDefaultCorpus) + ", which must exist: run from the repository's root")
       .option("name", "NAME", "file name without .h5 (letters, digits, - _ .)", "<signature>-<hash of the recipe>")
       .flag("first", "promote the first failing case (repro.h5) instead of the shrunk one")
       .example("vattn promote night1/findings/002-wrong", "adds fixtures/regressions/wrong-vs-oracle-1a2b3c4d.h5")
@@ -105,8 +118,14 @@ int cmd_promote(int argc, char** argv) {
     if (!args.parse(argc, argv)) return kExitOk;
     if (args.positional().size() != 1) throw UsageError("one finding directory, please");
     finding_dir = args.positional().front();
-    corpus = args.get("corpus", VATTN_REGRESSION_CORPUS);
-    if (corpus.empty()) throw UsageError("--corpus DIR is required (this vattn knows no source tree)");
+    corpus = args.get("corpus");
+    if (corpus.empty()) {
+      std::error_code ec;
+      if (!fs::is_directory(kDefaultCorpus, ec))
+        throw UsageError(std::string("no ") + kDefaultCorpus +
+                         " here: run from the repository's root, or give --corpus DIR");
+      corpus = kDefaultCorpus;
+    }
     name = args.get("name");
     if (!name.empty() && !valid_name(name))
       throw UsageError("--name '" + printable(name) +
@@ -142,9 +161,9 @@ int cmd_promote(int argc, char** argv) {
     c.name = name;
     const json first = finding.value("first_case", json::object());
     CaseFileHeader h;
-    h.source = "fuzz:" + finding.value("kernel", "unknown");
-    h.optional["notes"] = "regression case promoted from " + fs::absolute(finding_dir).lexically_normal().string() +
-                          ": finding " + finding.value("id", "?") + ", " + finding.value("signature", "?") + " (x" +
+    h.source = "fuzz:" + kernel_label(finding.value("kernel", "unknown"));
+    h.optional["notes"] = "regression case promoted from " + finding_label(finding_dir) + ": finding " +
+                          finding.value("id", "?") + ", " + finding.value("signature", "?") + " (x" +
                           std::to_string(finding.value("count", int64_t{0})) + "), first seen on case " +
                           std::to_string(first.value("index", int64_t{-1})) + ": " + first.value("recipe", "") +
                           (args.has("first") ? "" : "; this is its shrunk case");
