@@ -43,7 +43,12 @@ void require_case(const std::vector<std::string>& names, const std::string& name
 // validator; then only only_case is read).
 CaseFile read_case_file(const std::string& path, const std::string& only_case = "", bool validate_cases = true);
 
-// Writes a complete file (replacing it). Large datasets are chunked, shuffled and deflated.
+// Writes a complete file (replacing it). Large datasets are chunked, shuffled and deflated. The
+// file is built in memory and written by replace_file (vattn/case/fd_write.h): a fresh temporary
+// beside `path` (O_EXCL|O_NOFOLLOW, a random name), fsync'd and renamed into place. A `path` that
+// is a symbolic link or not a regular file is refused (a caller that means to write through a
+// link the user named resolves it first: write_target.h). Throws std::runtime_error naming the
+// path: an invalid case (InputError's text), or the system's reason (a full disk, `ulimit -f`).
 void write_case_file(const std::string& path, const CaseFileHeader& header, const std::vector<Case>& cases);
 
 // The memory a case may need to be read and checked (its tensors, the oracle's working set):

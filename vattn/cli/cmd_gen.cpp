@@ -174,7 +174,7 @@ int cmd_gen(int argc, char** argv) {
     cases.push_back(std::move(c));
   }
   const std::string path = a.get("output");
-  write_case_file(path, header, cases);
+  write_case_file(write_target(path), header, cases);  // a link the user named is written through
   std::printf("wrote %s: %zu case%s (%s)\n", path.c_str(), cases.size(), cases.size() == 1 ? "" : "s",
               header.source.c_str());
   for (const auto& c : cases) std::printf("  %s  %s\n", c.name.c_str(), c.describe().c_str());
