@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Bounded work and memory (issue 51): files the suite is handed are regular files of bounded size
-// (vattn/case/file_read.h), JSON nested no deeper than json_read.h allows, and a ledger of 200,000
-// entries loads in well under a second (its time is printed).
+// (vattn/case/file_read.h), JSON nested no deeper than json_read.h allows, a ledger of 200,000
+// entries loads in well under a second (its time is printed), and a recipe over --max-memory or a
+// case over --max-oracle-work is refused before anything is allocated or computed.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,10 +21,14 @@
 #include "vattn/case/case.h"
 #include "vattn/case/fd_write.h"
 #include "vattn/case/file_read.h"
+#include "vattn/case/memory_limit.h"
 #include "vattn/fuzz/campaign/ledger.h"
 #include "vattn/fuzz/protocol/json_read.h"
 #include "vattn/fuzz/protocol/protocol.h"
+#include "vattn/gen/generate.h"
+#include "vattn/oracle/cpu_oracle.h"
 
+using vattn::Case;
 using vattn::InputError;
 using vattn::read_input_file;
 using vattn::fuzz::json;
@@ -185,4 +190,40 @@ TEST_CASE("Ledger::load: 200000 entries in well under a second and a repeat stil
     CHECK(e.field() == "entries[2]");
     CHECK_THAT(e.reason(), Catch::Contains("repeats the entry for 'a' on kernel '*' (entries[0])"));
   }
+}
+
+TEST_CASE("generate_case and the CPU oracles refuse work over their limits before they start", "[bounds]") {
+  // 60 GiB with its oracle: refused from the line alone, before a byte is allocated.
+  const vattn::Recipe huge = vattn::Recipe::parse("B=1 H=1024 P=[0] T=[4096]");
+  CHECK(vattn::recipe_memory_estimate(huge) > (uint64_t{60} << 30));
+  vattn::set_case_memory_limit(uint64_t{8} << 30);
+  try {
+    vattn::generate_case(huge, "huge");
+    FAIL("a 60 GiB case was generated");
+  } catch (const InputError& e) {
+    CHECK(e.case_name() == "huge");
+    CHECK_THAT(e.reason(),
+               Catch::Contains("to be generated and checked, more than the limit of 8.00 GiB (--max-memory)"));
+  }
+  vattn::set_case_memory_limit(0);
+
+  const Case c = vattn::generate_case(vattn::Recipe::parse("B=2 H=4 P=[100,7] T=[5,3]"), "small");
+  CHECK(vattn::oracle_work(c) == 5 * 4 * 105 + 3 * 4 * 10);
+  vattn::set_oracle_work_limit(vattn::oracle_work(c) - 1);
+  CHECK_THAT(vattn::oracle_work_problem(vattn::oracle_work(c)), Catch::Contains("(--max-oracle-work)"));
+  for (int which = 0; which < 2; ++which) {
+    try {
+      (void)(which == 0 ? vattn::oracle_fp64(c) : vattn::reference_bf16_emulated(c));
+      FAIL("the oracle ran past its limit");
+    } catch (const InputError& e) {
+      CHECK(e.case_name() == "small");
+      CHECK_THAT(e.reason(), Catch::Contains("units of CPU-oracle work") && Catch::Contains("(--max-oracle-work)"));
+    }
+  }
+  vattn::set_oracle_work_limit(vattn::oracle_work(c));
+  CHECK(vattn::oracle_fp64(c).out.size() == static_cast<size_t>(c.n_q()) * 4 * 512);
+  vattn::set_oracle_work_limit(0);
+  CHECK(vattn::oracle_work_limit() == vattn::kDefaultOracleWorkLimit);
+  // The work saturates rather than wraps.
+  CHECK(vattn::oracle_work(1024, std::vector<int>(65536, 1 << 30), std::vector<int>(65536, 4096)) == INT64_MAX);
 }

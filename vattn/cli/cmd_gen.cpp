@@ -6,6 +6,7 @@
 #include <string>
 
 #include "vattn/case/bf16.h"
+#include "vattn/case/memory_limit.h"
 #include "vattn/casefile/case_file.h"
 #include "vattn/casefile/write_target.h"
 #include "vattn/cli/args.h"
@@ -61,7 +62,17 @@ Args gen_args() {
           "vattn gen -o one.h5 --recipe \"B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered "
           "poison=0 seed=7 scale=0.1446796 splits=3\"",
           "re-create a case from its recipe line");
+  add_memory_option(a);
+  add_oracle_work_option(a);
   return a;
+}
+
+// What the whole run holds at its peak: every case (they are written together), the file's image
+// (about as large again: bf16 values barely compress), and one case's oracle working set.
+uint64_t gen_memory_estimate(const Recipe& r, long long count) {
+  const long double bytes = static_cast<long double>(recipe_memory_estimate(r)) +
+                            (2.0L * count - 1) * static_cast<long double>(recipe_case_bytes(r));
+  return bytes > 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bytes);
 }
 
 Recipe recipe_from_options(const Args& a) {
@@ -144,6 +155,16 @@ int cmd_gen(int argc, char** argv) {
       throw UsageError("--seed " + std::to_string(base.seed) + " with --cases " + std::to_string(count) +
                        ": the seeds seed..seed+cases-1 do not fit in 64 bits");
     }
+    // Held to the limits replay holds a case to, before anything is generated.
+    apply_memory_option(a);
+    apply_oracle_work_option(a);
+    const std::string what = std::string(a.has("recipe") ? "--recipe" : "the requested shape") +
+                             (count > 1 ? ", " + std::to_string(count) + " cases," : "");
+    if (const std::string why = case_memory_problem(gen_memory_estimate(base, count), "generated, checked and written");
+        !why.empty())
+      throw UsageError(what + " " + why);
+    if (const std::string why = oracle_work_problem(oracle_work(base.heads, base.prefix, base.drafts)); !why.empty())
+      throw UsageError(what + (count > 1 ? " each" : "") + " " + why);
   } catch (const UsageError& e) {
     return a.usage_error(e.what());
   }
@@ -167,7 +188,10 @@ int cmd_gen(int argc, char** argv) {
     try {
       c = generate_case(r, name);
     } catch (const InputError& e) {
-      std::fprintf(stderr, "vattn gen: recipe field '%s': %s\n", e.field().c_str(), e.reason().c_str());
+      if (e.field().empty())
+        std::fprintf(stderr, "vattn gen: %s\n", e.what());
+      else
+        std::fprintf(stderr, "vattn gen: recipe field '%s': %s\n", e.field().c_str(), e.reason().c_str());
       return kExitBadInput;
     }
     c.outputs.push_back(oracle_output(c));
