@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <set>
+#include <stdexcept>
 
 #include "kernels/vattn_revisions.h"
 #include "vattn/case/memory_limit.h"
@@ -427,6 +428,7 @@ Args replay_args() {
           "re-create a case from the line a test printed, and check it");
   add_case_reading_options(a);
   add_oracle_work_option(a);
+  a.note(kProgressIntervalHelp);
   return a;
 }
 
@@ -473,6 +475,11 @@ int cmd_replay(int argc, char** argv) {
       throw UsageError("--json and --junit name the same file");
     apply_case_reading_options(a);
     apply_oracle_work_option(a);
+    try {
+      (void)progress_interval_from_environment();
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
     // A recipe is held to the same limits as a case file, before anything is generated.
     if (a.has("recipe")) {
       std::string why = case_memory_problem(recipe_memory_estimate(recipe), "generated and checked");
@@ -501,8 +508,9 @@ int cmd_replay(int argc, char** argv) {
   Replayer replayer(a.has("verbose"), file_opts.oracle == "gpu", splits_override, std::move(file_live),
                     std::move(recipe_live));
   if (a.has("producer")) replayer.only_producer(a.get("producer"));
-  // On a terminal: which file and case is running, and the oracle's share done on long contexts.
-  ProgressLine progress(!a.has("quiet"));
+  // Which file and case is running, and the oracle's share done on long contexts: on a terminal
+  // a line rewritten in place, in a log a line every VATTN_PROGRESS_INTERVAL seconds of a long step.
+  ProgressLine progress(!a.has("quiet"), "vattn replay");
   replayer.progress(&progress, a.has("quiet"));
   // Asked for by name, the kernel must run: "not run" would otherwise end in exit 0.
   if (a.has("kernel")) {
@@ -553,6 +561,7 @@ int cmd_replay(int argc, char** argv) {
   }
   if (a.has("recipe")) {
     std::printf("== --recipe %s\n", recipe.to_line().c_str());
+    replayer.at("--recipe");
     try {
       replayer.replay_case("recipe", generate_case(recipe, "recipe"), true);
     } catch (const InputError& e) {

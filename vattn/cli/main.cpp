@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
   // write fails with EFBIG and is reported as any full disk is (the file named, exit 2). Workers
   // started by `vattn fuzz` inherit this.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Rows and progress lines reach a pipe (a CI log, `| tee`) as they are printed, not when a
+  // buffer fills or the command ends.
+  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? vattn::cli::kExitBadInput : vattn::cli::kExitOk;
