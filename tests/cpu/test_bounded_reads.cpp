@@ -206,6 +206,9 @@ TEST_CASE("generate_case and the CPU oracles refuse work over their limits befor
                Catch::Contains("to be generated and checked, more than the limit of 8.00 GiB (--max-memory)"));
   }
   vattn::set_case_memory_limit(0);
+  // A file may claim a negative dim (num_heads = -1): no estimate then (validate() names the dim),
+  // never a negative number cast to a huge one.
+  CHECK(vattn::case_memory_estimate(4, -1, 576, 512, 10, 10, 16, 1) == 0);
 
   const Case c = vattn::generate_case(vattn::Recipe::parse("B=2 H=4 P=[100,7] T=[5,3]"), "small");
   CHECK(vattn::oracle_work(c) == 5 * 4 * 105 + 3 * 4 * 10);

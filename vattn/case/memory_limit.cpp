@@ -23,31 +23,43 @@ uint64_t case_memory_limit() {
 
 namespace {
 
-// long double: a dataspace may claim anything; the product must not wrap.
-uint64_t saturated(long double bytes) { return bytes > 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bytes); }
+// long double: a dataspace may claim anything; the sums must not wrap. A negative dim
+// (num_heads = -1 in a file) can make them negative: 0 then, validate() reports the dim.
+uint64_t saturated(long double bytes) {
+  if (!(bytes > 0)) return 0;
+  return bytes > 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bytes);
+}
+
+long double tensor_bytes(int64_t n_q, int64_t heads, int64_t d_qk, int64_t d_v, int64_t n_rows, int64_t keys,
+                         int64_t mask_entries, int64_t outputs) {
+  const long double q = static_cast<long double>(n_q), h = static_cast<long double>(heads);
+  return 2.0L * n_rows * d_qk                   // kv_pool (bf16)
+         + 2.0L * q * h * d_qk                  // q
+         + 2.0L * q * d_qk                      // kv_draft
+         + 4.0L * keys + mask_entries           // kv_indices, draft_mask
+         + outputs * 4.0L * q * h * (d_v + 1);  // stored outputs, widened to float
+}
+
+// The oracle's float64 out and lse, twice, and a bf16 reference.
+long double scratch_bytes(int64_t n_q, int64_t heads, int64_t d_v) {
+  return 3.0L * 8.0L * static_cast<long double>(n_q) * heads * (d_v + 1);
+}
 
 }  // namespace
 
 uint64_t case_tensor_bytes(int64_t n_q, int64_t heads, int64_t d_qk, int64_t d_v, int64_t n_rows, int64_t keys,
                            int64_t mask_entries, int64_t outputs) {
-  const long double q = static_cast<long double>(n_q), h = static_cast<long double>(heads);
-  return saturated(2.0L * n_rows * d_qk                    // kv_pool (bf16)
-                   + 2.0L * q * h * d_qk                   // q
-                   + 2.0L * q * d_qk                       // kv_draft
-                   + 4.0L * keys + mask_entries            // kv_indices, draft_mask
-                   + outputs * 4.0L * q * h * (d_v + 1));  // stored outputs, widened to float
+  return saturated(tensor_bytes(n_q, heads, d_qk, d_v, n_rows, keys, mask_entries, outputs));
 }
 
 uint64_t oracle_scratch_bytes(int64_t n_q, int64_t heads, int64_t d_v) {
-  // The oracle's float64 out and lse, twice, and a bf16 reference.
-  return saturated(3.0L * 8.0L * static_cast<long double>(n_q) * heads * (d_v + 1));
+  return saturated(scratch_bytes(n_q, heads, d_v));
 }
 
 uint64_t case_memory_estimate(int64_t n_q, int64_t heads, int64_t d_qk, int64_t d_v, int64_t n_rows, int64_t keys,
                               int64_t mask_entries, int64_t outputs) {
-  const uint64_t a = case_tensor_bytes(n_q, heads, d_qk, d_v, n_rows, keys, mask_entries, outputs);
-  const uint64_t b = oracle_scratch_bytes(n_q, heads, d_v);
-  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+  return saturated(tensor_bytes(n_q, heads, d_qk, d_v, n_rows, keys, mask_entries, outputs) +
+                   scratch_bytes(n_q, heads, d_v));
 }
 
 std::string case_memory_problem(uint64_t need, const std::string& doing) {
