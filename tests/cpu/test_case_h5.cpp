@@ -2,10 +2,13 @@
 // Case files: a hand-built case survives write + read bit for bit; large datasets are chunked
 // and compressed; outputs can be added and replaced; the writer refuses what the reader would.
 #include <hdf5.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -494,4 +497,66 @@ TEST_CASE("a path that does not exist is refused with a clear reason", "[h5][val
     CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("does not exist"));
   }
   CHECK_THROWS_AS(vattn::write_case_output(path, "c", StoredOutput{}), vattn::InputError);
+}
+
+// Issue 51: a case file (a repro in a campaign folder, `vattn gen -o`) is written through a fresh
+// temporary of a random name and renamed into place; nothing planted beside it is followed.
+TEST_CASE("the writer follows no planted link: not at the file and not at a temporary name", "[h5]") {
+  TempDir dir, outside("vattn_outside");
+  const std::string victim = outside.file("precious.txt");
+  std::ofstream(victim) << "precious\n";
+  const std::string path = dir.file("repro.h5");
+  // The names the writer of before used (FILE.tmpPID) and a link at the file itself.
+  std::filesystem::create_symlink(victim, path + ".tmp" + std::to_string(::getpid()));
+  vattn::write_case_file(path, test_header(), {nontrivial_case("c", 11)});
+  CHECK(std::filesystem::is_regular_file(std::filesystem::symlink_status(path)));
+  CHECK(vattn::read_case_file(path).cases.size() == 1);
+  CHECK(std::filesystem::is_symlink(path + ".tmp" + std::to_string(::getpid())));
+
+  const std::string linked = dir.file("linked.h5");
+  std::filesystem::create_symlink(victim, linked);
+  CHECK_THROWS_WITH(vattn::write_case_file(linked, test_header(), {nontrivial_case("c", 12)}),
+                    Catch::Contains(linked) && Catch::Contains("symbolic link"));
+  const std::string dangling = dir.file("dangling.h5");
+  std::filesystem::create_symlink(outside.file("new.h5"), dangling);
+  CHECK_THROWS_WITH(vattn::write_case_file(dangling, test_header(), {nontrivial_case("c", 13)}),
+                    Catch::Contains(dangling) && Catch::Contains("symbolic link"));
+  CHECK_FALSE(std::filesystem::exists(outside.file("new.h5")));
+  std::ifstream in(victim);
+  std::string text;
+  std::getline(in, text);
+  CHECK(text == "precious");
+  // No temporary is left beside the files (the planted link aside).
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path))
+    CHECK_THAT(entry.path().filename().string(), !Catch::Contains(".tmp-"));
+}
+
+TEST_CASE("a write the disk refuses is an error naming the file and leaves nothing behind", "[h5]") {
+  TempDir dir;
+  const std::string path = dir.file("full.h5");
+  vattn::write_case_file(path, test_header(), {nontrivial_case("old", 14)});
+  const ssize_t open_before = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+  // A file-size limit (ulimit -f) of 4 KiB: the write fails with EFBIG (SIGXFSZ ignored, as
+  // vattn's main does). Restored after.
+  struct rlimit before {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &before) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = before;
+  small.rlim_cur = 4096;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  std::string what;
+  try {
+    vattn::write_case_file(path, test_header(), {nontrivial_case("new", 15)});
+  } catch (const std::runtime_error& e) {
+    what = e.what();
+  }
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &before) == 0);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK_THAT(what, Catch::Contains(path) && Catch::Contains("File too large"));
+  const vattn::CaseFile f = vattn::read_case_file(path);  // the old file, whole
+  REQUIRE(f.cases.size() == 1);
+  CHECK(f.cases[0].name == "old");
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) CHECK(entry.path().filename() == "full.h5");
+  // HDF5 holds no file open after the failure (a leaked id crashed the process at exit).
+  CHECK(H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL) == open_before);
 }

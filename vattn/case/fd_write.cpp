@@ -48,6 +48,10 @@ void sync_folder(const std::string& folder) {
 }  // namespace
 
 std::string replace_file(const std::string& path, const std::string& bytes, Durability durability) {
+  return replace_file(path, bytes.data(), bytes.size(), durability);
+}
+
+std::string replace_problem(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (S_ISLNK(st.st_mode)) return path + ": is a symbolic link; refusing to write through it";
@@ -55,6 +59,11 @@ std::string replace_file(const std::string& path, const std::string& bytes, Dura
   } else if (errno != ENOENT) {
     return path + ": " + reason(errno);
   }
+  return "";
+}
+
+std::string replace_file(const std::string& path, const void* data, size_t n, Durability durability) {
+  if (std::string why = replace_problem(path); !why.empty()) return why;
   const size_t slash = path.rfind('/');
   const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   std::string tmp;
@@ -65,7 +74,7 @@ std::string replace_file(const std::string& path, const std::string& bytes, Dura
     if (fd < 0 && errno != EEXIST) return tmp + ": cannot create: " + reason(errno);
   }
   if (fd < 0) return path + ": no free temporary name beside it after 100 tries";
-  bool ok = write_all(fd, bytes.data(), bytes.size());
+  bool ok = write_all(fd, data, n);
   if (ok && durability == Durability::kSynced) ok = ::fsync(fd) == 0;
   int err = ok ? 0 : errno;
   if (::close(fd) != 0 && ok) {

@@ -24,5 +24,11 @@ enum class Durability { kBuffered, kSynced };
 // or why not, naming the path and the system's reason; on failure the temporary is removed and
 // `path` is as it was.
 std::string replace_file(const std::string& path, const std::string& bytes, Durability durability);
+// The same for `n` bytes at `data` (a case file's image: no copy into a string).
+std::string replace_file(const std::string& path, const void* data, size_t n, Durability durability);
+
+// What replace_file would refuse before writing anything (`path` a symbolic link or not a
+// regular file), or "": for a writer that first builds something large.
+std::string replace_problem(const std::string& path);
 
 }  // namespace vattn

@@ -43,18 +43,13 @@ void require_case(const std::vector<std::string>& names, const std::string& name
 // validator; then only only_case is read).
 CaseFile read_case_file(const std::string& path, const std::string& only_case = "", bool validate_cases = true);
 
-// Writes a complete file (replacing it). Large datasets are chunked, shuffled and deflated.
+// Writes a complete file (replacing it). Large datasets are chunked, shuffled and deflated. The
+// file is built in memory and written by replace_file (vattn/case/fd_write.h): a fresh temporary
+// beside `path` (O_EXCL|O_NOFOLLOW, a random name), fsync'd and renamed into place. A `path` that
+// is a symbolic link or not a regular file is refused (a caller that means to write through a
+// link the user named resolves it first: write_target.h). Throws std::runtime_error naming the
+// path: an invalid case (InputError's text), or the system's reason (a full disk, `ulimit -f`).
 void write_case_file(const std::string& path, const CaseFileHeader& header, const std::vector<Case>& cases);
-
-// The memory a case may need to be read and checked (its tensors, the oracle's working set):
-// a case over it is refused, from its dataspaces alone, before anything large is allocated
-// ("case X needs N GiB, more than the limit of M GiB"). Default: half the machine's RAM.
-// 0 restores the default.
-void set_case_memory_limit(uint64_t bytes);
-uint64_t case_memory_limit();
-// What reading and checking `c`'s shapes will take, in bytes (the estimate the limit is held to).
-uint64_t case_memory_estimate(int64_t n_q, int64_t heads, int64_t d_qk, int64_t d_v, int64_t n_rows, int64_t keys,
-                              int64_t mask_entries, int64_t outputs);
 
 // One case at a time, in this process and without a watchdog: the reader inside the isolated
 // child (isolated_reader.h) and tests. Opens the file and reads its header and case names.

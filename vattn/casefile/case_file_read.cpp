@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "vattn/case/bf16.h"
+#include "vattn/case/memory_limit.h"
 #include "vattn/casefile/h5_attr.h"
 #include "vattn/casefile/h5_case_io.h"
 #include "vattn/casefile/h5_dataset.h"
@@ -206,14 +207,7 @@ void check_case_memory(hid_t gid, const Case& c, int64_t mask_total, const Where
   const int64_t keys = std::max<int64_t>(0, indptr_total(c.kv_indptr));
   const uint64_t need =
       case_memory_estimate(n_q, c.num_heads, c.d_qk, c.d_v, n_rows, keys, std::max<int64_t>(0, mask_total), outputs);
-  const uint64_t limit = case_memory_limit();
-  if (need > limit) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf,
-                  "needs %.2f GiB to be read and checked, more than the limit of %.2f GiB (--max-memory)",
-                  static_cast<double>(need) / (1ull << 30), static_cast<double>(limit) / (1ull << 30));
-    w.read_error(buf);
-  }
+  if (const std::string why = case_memory_problem(need, "read and checked"); !why.empty()) w.read_error(why);
 }
 
 int read_int_dim(hid_t group, const char* name, const Where& where) {
@@ -353,36 +347,6 @@ std::vector<std::string> case_names(hid_t file, const std::string& path) {
 }
 
 }  // namespace
-
-namespace {
-uint64_t g_case_memory_limit = 0;  // 0: the default
-}  // namespace
-
-void set_case_memory_limit(uint64_t bytes) { g_case_memory_limit = bytes; }
-
-uint64_t case_memory_limit() {
-  if (g_case_memory_limit > 0) return g_case_memory_limit;
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  const uint64_t ram =
-      pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : (8ull << 30);
-  return ram / 2;
-}
-
-uint64_t case_memory_estimate(int64_t n_q, int64_t heads, int64_t d_qk, int64_t d_v, int64_t n_rows, int64_t keys,
-                              int64_t mask_entries, int64_t outputs) {
-  // long double: a dataspace may claim anything; the product must not wrap.
-  const long double q = static_cast<long double>(n_q), h = static_cast<long double>(heads);
-  long double bytes = 2.0L * n_rows * d_qk                  // kv_pool (bf16)
-                      + 2.0L * q * h * d_qk                 // q
-                      + 2.0L * q * d_qk                     // kv_draft
-                      + 4.0L * keys + mask_entries          // kv_indices, draft_mask
-                      + outputs * 4.0L * q * h * (d_v + 1)  // stored outputs, widened to float
-                      +
-                      3.0L * 8.0L * q * h * (d_v + 1);  // the oracle's float64 out and lse, twice, and a bf16 reference
-  // A negative dim (num_heads = -1 in a file) makes the sum negative: validate() reports the dim.
-  if (bytes <= 0) return 0;
-  return bytes > 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bytes);
-}
 
 struct CaseFileCursor::Impl {
   std::string path;

@@ -1,24 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 // Case-file writer (docs/case-format.md, v1): write_case_file and write_case_output.
-// A whole file is written under a temporary name and renamed into place, so a failed write
-// never leaves a half-file where a good one was.
+// A whole file is built in memory, then written by replace_file (a fresh temporary beside it,
+// renamed into place), so a failed write never leaves a half-file where a good one was.
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
 #include <set>
 #include <stdexcept>
-#include <system_error>
+#include <vector>
 
 #include "vattn/case/bf16.h"
+#include "vattn/case/fd_write.h"
 #include "vattn/casefile/case_file.h"
 #include "vattn/casefile/h5_attr.h"
 #include "vattn/casefile/h5_case_io.h"
 #include "vattn/casefile/h5_dataset.h"
 #include "vattn/casefile/h5_group.h"
-#include "vattn/casefile/write_target.h"
 #include "vattn/recipe/recipe.h"
 
 namespace vattn {
@@ -188,41 +188,54 @@ void check_header(const CaseFileHeader& h, const std::string& path) {
   }
 }
 
-// Removes the temporary file unless the write got as far as renaming it into place.
-struct TempFile {
-  std::string path;
-  bool keep = false;
-  ~TempFile() {
-    if (!keep) std::remove(path.c_str());
-  }
-};
+// The in-memory file's growth step; only what is written is kept in the image.
+constexpr size_t kImageIncrement = size_t{16} << 20;
+
+// The whole file, built in memory by HDF5's core driver (no backing store) and returned as bytes.
+// Why not write through HDF5 to disk: when HDF5's own write fails (a full disk, `ulimit -f`),
+// HDF5 1.10's H5Fclose frees the file but keeps its id (HDFFV-11052), and the library's exit
+// handler then crashes on it. In memory nothing HDF5 writes can fail that way, and the one write
+// to disk is replace_file's, whose errors are plain errno. The label under /dev/null names the
+// in-memory file for HDF5 alone: no path under a device exists, so HDF5's first, tentative open
+// of the name (which for this driver would read a file of that name) finds nothing.
+std::vector<char> file_image(const CaseFileHeader& header, const std::vector<Case>& cases, const std::string& path) {
+  const Where w{path, "", ""};
+  const h5::Plist fapl(H5Pcreate(H5P_FILE_ACCESS));
+  if (!fapl.valid() || H5Pset_fapl_core(fapl.get(), kImageIncrement, false) < 0)
+    w.write_error_h5("cannot set up a file in memory");
+  static std::atomic<uint64_t> serial{0};
+  const std::string label =
+      "/dev/null/vattn-case-file-" + std::to_string(::getpid()) + "-" + std::to_string(serial.fetch_add(1));
+  h5::File file(H5Fcreate(label.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
+  if (!file.valid()) w.write_error_h5("cannot create the file in memory");
+  write_header(file.get(), header, path);
+  h5::Group group = h5::create_group(file.get(), "cases", w.at("cases"));
+  for (const Case& c : cases) write_case(group.get(), c, path);
+  if (group.close() < 0 || H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) w.write_error_h5("cannot finish the file");
+  const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
+  if (size <= 0) w.write_error_h5("cannot take the file's image");
+  std::vector<char> image(static_cast<size_t>(size));
+  if (H5Fget_file_image(file.get(), image.data(), image.size()) != size)
+    w.write_error_h5("cannot take the file's image");
+  if (file.close() < 0) w.write_error_h5("cannot close the file");
+  return image;
+}
 
 }  // namespace
 
 void write_case_file(const std::string& path, const CaseFileHeader& header, const std::vector<Case>& cases) {
-  const std::string target = write_target(path);  // a link is written through, not replaced
   h5::silence_library_errors();
-  check_header(header, target);
+  check_header(header, path);
   std::set<std::string> names;
   for (const Case& c : cases) {
-    check_case(c, target);
-    if (!names.insert(c.name).second) Where{target, c.name, ""}.write_error("two cases have this name");
+    check_case(c, path);
+    if (!names.insert(c.name).second) Where{path, c.name, ""}.write_error("two cases have this name");
   }
-
-  TempFile tmp{target + ".tmp" + std::to_string(getpid())};
-  {
-    const Where w{target, "", ""};
-    h5::File file(H5Fcreate(tmp.path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-    if (!file.valid()) w.write_error_h5("cannot create " + tmp.path);
-    write_header(file.get(), header, target);
-    h5::Group group = h5::create_group(file.get(), "cases", w.at("cases"));
-    for (const Case& c : cases) write_case(group.get(), c, target);
-    if (group.close() < 0 || file.close() < 0) w.write_error_h5("cannot close the file");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp.path, target, ec);
-  if (ec) Where{target, "", ""}.write_error("cannot move " + tmp.path + " into place: " + ec.message());
-  tmp.keep = true;
+  // Refused before the image is built: a link at `path` (replace_file refuses it too, later).
+  if (const std::string why = replace_problem(path); !why.empty()) throw std::runtime_error(why);
+  const std::vector<char> image = file_image(header, cases, path);
+  const std::string why = replace_file(path, image.data(), image.size(), Durability::kSynced);
+  if (!why.empty()) throw std::runtime_error(why);
 }
 
 void write_case_output(const std::string& path, const std::string& case_name, const StoredOutput& output) {

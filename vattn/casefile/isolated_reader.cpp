@@ -16,6 +16,7 @@
 #include <new>
 
 #include "vattn/case/fd_write.h"
+#include "vattn/case/memory_limit.h"
 #include "vattn/casefile/read_watchdog.h"
 
 namespace vattn {

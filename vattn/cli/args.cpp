@@ -2,15 +2,18 @@
 #include "vattn/cli/args.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 
+#include "vattn/case/memory_limit.h"
 #include "vattn/casefile/case_file.h"
 #include "vattn/casefile/read_watchdog.h"
 #include "vattn/cli/commands.h"
+#include "vattn/oracle/cpu_oracle.h"
 #include "vattn/recipe/vocab.h"
 
 namespace vattn::cli {
@@ -225,12 +228,22 @@ int Args::refuse_without_cuda(int argc, char** argv, const std::string& not_done
   return kExitBadInput;
 }
 
-Args& add_case_reading_options(Args& a) {
-  return a
-      .option("max-memory", "GIB",
-              "refuse (exit 2) a case whose shapes need more memory than this to be read and checked", "half the RAM")
-      .note(kReadTimeoutHelp);
+Args& add_memory_option(Args& a) {
+  return a.option("max-memory", "GIB",
+                  "refuse (exit 2) a case whose shapes need more memory than this to be read or generated, and "
+                  "checked",
+                  "half the RAM");
 }
+
+void apply_memory_option(const Args& a) {
+  if (!a.has("max-memory")) return;
+  const double gib = a.get_double("max-memory", 0);
+  if (!(gib > 0) || gib > 1e6)
+    throw UsageError("--max-memory must be a number of GiB > 0 (got '" + a.get("max-memory") + "')");
+  set_case_memory_limit(static_cast<uint64_t>(gib * static_cast<double>(1ull << 30)));
+}
+
+Args& add_case_reading_options(Args& a) { return add_memory_option(a).note(kReadTimeoutHelp); }
 
 void apply_case_reading_options(const Args& a) {
   try {
@@ -238,12 +251,23 @@ void apply_case_reading_options(const Args& a) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  if (a.has("max-memory")) {
-    const double gib = a.get_double("max-memory", 0);
-    if (!(gib > 0) || gib > 1e6)
-      throw UsageError("--max-memory must be a number of GiB > 0 (got '" + a.get("max-memory") + "')");
-    set_case_memory_limit(static_cast<uint64_t>(gib * static_cast<double>(1ull << 30)));
-  }
+  apply_memory_option(a);
+}
+
+Args& add_oracle_work_option(Args& a) {
+  return a.option("max-oracle-work", "N",
+                  "refuse (exit 2) a case that needs more CPU-oracle work than this, in query rows x keys x heads "
+                  "(sum of T_b*H*(P_b+T_b); about 0.3 us of one core each)",
+                  std::to_string(kDefaultOracleWorkLimit));
+}
+
+void apply_oracle_work_option(const Args& a) {
+  if (!a.has("max-oracle-work")) return;
+  const double n = a.get_double("max-oracle-work", 0);
+  if (!(n >= 1) || n > 9e18 || n != std::floor(n))
+    throw UsageError("--max-oracle-work must be a whole number >= 1, e.g. 4000000000 or 4e9 (got '" +
+                     a.get("max-oracle-work") + "')");
+  set_oracle_work_limit(static_cast<int64_t>(n));
 }
 
 std::vector<int> parse_int_list(const std::string& option, const std::string& text, int lo, int hi) {

@@ -71,12 +71,21 @@ class Args {
   std::vector<std::string> positional_;
 };
 
-// The case reader's limits, for the commands that read case files (info, replay): the option
-// --max-memory GIB and the note on VATTN_READ_TIMEOUT (vattn/casefile/read_watchdog.h).
+// --max-memory GIB: the memory one case may take (vattn/case/memory_limit.h), for the commands
+// that read or generate cases (info, replay, gen). apply: after parse(), the value checked (a bad
+// one is a UsageError) and the limit set.
+Args& add_memory_option(Args& a);
+void apply_memory_option(const Args& a);
+// The case reader's limits, for the commands that read case files (info, replay): --max-memory
+// and the note on VATTN_READ_TIMEOUT (vattn/casefile/read_watchdog.h).
 Args& add_case_reading_options(Args& a);
 // After parse(): VATTN_READ_TIMEOUT and --max-memory checked (a bad value is a UsageError), and
 // the memory limit set.
 void apply_case_reading_options(const Args& a);
+// --max-oracle-work N: the most work the CPU oracles take on (vattn/oracle/cpu_oracle.h), for the
+// commands that run them (replay, gen); apply as above.
+Args& add_oracle_work_option(Args& a);
+void apply_oracle_work_option(const Args& a);
 
 // Comma-separated non-negative integers ("4099,0,17"); UsageError naming the option.
 std::vector<int> parse_int_list(const std::string& option, const std::string& text, int lo, int hi);

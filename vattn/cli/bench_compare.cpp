@@ -4,13 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
 
 #include "vattn/case/case.h"  // InputError, printable()
+#include "vattn/case/file_read.h"
 #include "vattn/cli/json.h"
+#include "vattn/fuzz/protocol/json_read.h"
 
 namespace vattn::cli {
 
@@ -18,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::uintmax_t kMaxReportBytes = 64ull << 20;  // a 20-shape report of many revisions is ~100 KB
+constexpr uint64_t kMaxReportBytes = 64ull << 20;  // a 20-shape report of many revisions is ~100 KB
 
 struct Row {
   std::string kernel;
@@ -30,21 +31,10 @@ struct Row {
 [[noreturn]] void fail(const std::string& path, const std::string& what) { throw InputError(path, "", "", what); }
 
 json read_json(const std::string& path) {
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  if (ec) fail(path, "cannot read: " + ec.message());
-  if (size > kMaxReportBytes)
-    fail(path, "is " + std::to_string(size) + " bytes; a bench report is far smaller (limit 64 MiB)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in.good() && !in.eof()) fail(path, "read error");
-  try {
-    return json::parse(text.str());
-  } catch (const json::exception& e) {  // a syntax error, or a number beyond a double
-    fail(path, "not JSON that vattn can read (" + printable(e.what()) + ")");
-  }
+  std::string why;
+  json j = fuzz::parse_json_bounded<json>(read_input_file(path, kMaxReportBytes, ""), &why);
+  if (j.is_discarded()) fail(path, "not JSON that vattn can read (" + why + ")");
+  return j;
 }
 
 // An integer field in [lo, hi].

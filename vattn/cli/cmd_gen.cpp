@@ -3,13 +3,16 @@
 // file alone is enough to check a kernel (and `vattn replay` re-checks the oracle itself).
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "vattn/case/bf16.h"
+#include "vattn/case/memory_limit.h"
 #include "vattn/casefile/case_file.h"
 #include "vattn/casefile/write_target.h"
 #include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
+#include "vattn/cli/progress_line.h"
 #include "vattn/gen/generate.h"
 #include "vattn/oracle/cpu_oracle.h"
 #include "vattn/recipe/vocab.h"
@@ -61,7 +64,18 @@ Args gen_args() {
           "vattn gen -o one.h5 --recipe \"B=2 H=8 P=[4099,0] T=[17,1] tree=random profile=k26 layout=scattered "
           "poison=0 seed=7 scale=0.1446796 splits=3\"",
           "re-create a case from its recipe line");
+  add_memory_option(a);
+  add_oracle_work_option(a);
+  a.note(std::string("environment:\n") + kProgressIntervalHelp);
   return a;
+}
+
+// What the whole run holds at its peak: every case (they are written together), the file's image
+// (about as large again: bf16 values barely compress), and one case's oracle working set.
+uint64_t gen_memory_estimate(const Recipe& r, long long count) {
+  const long double bytes = static_cast<long double>(recipe_memory_estimate(r)) +
+                            (2.0L * count - 1) * static_cast<long double>(recipe_case_bytes(r));
+  return bytes > 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(bytes);
 }
 
 Recipe recipe_from_options(const Args& a) {
@@ -114,6 +128,21 @@ Recipe recipe_from_options(const Args& a) {
   return r;
 }
 
+// The oracle's progress callback (cpu_oracle.h): its share of the case's work, on the progress line.
+struct OracleProgress {
+  ProgressLine* line;
+  std::string prefix;
+  int64_t done, total;
+  static void on_work(void* self, int64_t work) {
+    auto* p = static_cast<OracleProgress*>(self);
+    p->done += work;
+    char pct[32];
+    std::snprintf(pct, sizeof pct, " %.0f%%",
+                  p->total > 0 ? 100.0 * static_cast<double>(p->done) / static_cast<double>(p->total) : 100.0);
+    p->line->show(p->prefix + pct);
+  }
+};
+
 StoredOutput oracle_output(const Case& c) {
   const Reference ref = oracle_fp64(c);
   StoredOutput o;
@@ -144,6 +173,21 @@ int cmd_gen(int argc, char** argv) {
       throw UsageError("--seed " + std::to_string(base.seed) + " with --cases " + std::to_string(count) +
                        ": the seeds seed..seed+cases-1 do not fit in 64 bits");
     }
+    // Held to the limits replay holds a case to, before anything is generated.
+    try {
+      (void)progress_interval_from_environment();
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    apply_memory_option(a);
+    apply_oracle_work_option(a);
+    const std::string what = std::string(a.has("recipe") ? "--recipe" : "the requested shape") +
+                             (count > 1 ? ", " + std::to_string(count) + " cases," : "");
+    if (const std::string why = case_memory_problem(gen_memory_estimate(base, count), "generated, checked and written");
+        !why.empty())
+      throw UsageError(what + " " + why);
+    if (const std::string why = oracle_work_problem(oracle_work(base.heads, base.prefix, base.drafts)); !why.empty())
+      throw UsageError(what + (count > 1 ? " each" : "") + " " + why);
   } catch (const UsageError& e) {
     return a.usage_error(e.what());
   }
@@ -157,6 +201,9 @@ int cmd_gen(int argc, char** argv) {
   std::vector<Case> cases;
   // Names sort in generation order (case-format.md): as many digits as the last index needs.
   const size_t width = std::max<size_t>(4, std::to_string(count - 1).size());
+  // The oracle's share done on a long context: on a terminal, and in a log once it runs long.
+  ProgressLine progress(true, "vattn gen");
+  OracleProgress oracle_progress{&progress, "", 0, 0};
   for (long long k = 0; k < count; ++k) {
     Recipe r = base;
     r.seed = base.seed + static_cast<uint64_t>(k);
@@ -167,14 +214,24 @@ int cmd_gen(int argc, char** argv) {
     try {
       c = generate_case(r, name);
     } catch (const InputError& e) {
-      std::fprintf(stderr, "vattn gen: recipe field '%s': %s\n", e.field().c_str(), e.reason().c_str());
+      if (e.field().empty())
+        std::fprintf(stderr, "vattn gen: %s\n", e.what());
+      else
+        std::fprintf(stderr, "vattn gen: recipe field '%s': %s\n", e.field().c_str(), e.reason().c_str());
       return kExitBadInput;
     }
+    oracle_progress.prefix = "case " + std::to_string(k + 1) + "/" + std::to_string(count) + " " + name + ": oracle";
+    oracle_progress.done = 0;
+    oracle_progress.total = oracle_work(c);
+    progress.show(oracle_progress.prefix, true);
+    set_oracle_progress(&OracleProgress::on_work, &oracle_progress);
     c.outputs.push_back(oracle_output(c));
+    set_oracle_progress(nullptr, nullptr);
     cases.push_back(std::move(c));
   }
+  progress.clear();
   const std::string path = a.get("output");
-  write_case_file(path, header, cases);
+  write_case_file(write_target(path), header, cases);  // a link the user named is written through
   std::printf("wrote %s: %zu case%s (%s)\n", path.c_str(), cases.size(), cases.size() == 1 ? "" : "s",
               header.source.c_str());
   for (const auto& c : cases) std::printf("  %s  %s\n", c.name.c_str(), c.describe().c_str());

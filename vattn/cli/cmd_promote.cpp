@@ -5,13 +5,14 @@
 // stored oracle, on a GPU with the kernel. The file's notes say where it came from.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <system_error>
 
 #include "vattn/case/case.h"
+#include "vattn/case/file_read.h"
 #include "vattn/casefile/case_file.h"
 #include "vattn/cli/args.h"
 #include "vattn/cli/commands.h"
+#include "vattn/fuzz/protocol/json_read.h"
 #include "vattn/fuzz/protocol/protocol.h"
 
 namespace vattn::cli {
@@ -40,14 +41,18 @@ std::string finding_label(const std::string& finding_dir) {
   return (campaign / p.parent_path().filename() / p.filename()).string();
 }
 
+// A finding.json holds one finding and its investigation: kilobytes. A file past this is not one.
+constexpr uint64_t kMaxFindingBytes = uint64_t{16} << 20;
+
 json read_finding(const std::string& dir) {
   const std::string path = dir + "/finding.json";
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "finding.json", "missing: not a finding directory (DIR/findings/NNN-<class>/)");
-  std::stringstream all;
-  all << in.rdbuf();
-  json j = json::parse(all.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("schema", "") != "vattn-fuzz-finding" || j.value("version", 0) != 1)
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec)))
+    throw InputError(path, "", "finding.json", "missing: not a finding directory (DIR/findings/NNN-<class>/)");
+  std::string why;
+  json j = fuzz::parse_json_bounded<json>(read_input_file(path, kMaxFindingBytes, "finding.json"), &why);
+  if (j.is_discarded()) throw InputError(path, "", "finding.json", "is " + why);
+  if (!j.is_object() || j.value("schema", "") != "vattn-fuzz-finding" || j.value("version", 0) != 1)
     throw InputError(path, "", "schema", "not a vattn-fuzz-finding version 1");
   return j;
 }

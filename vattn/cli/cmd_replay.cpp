@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <memory>
 #include <set>
+#include <stdexcept>
 
 #include "kernels/vattn_revisions.h"
+#include "vattn/case/memory_limit.h"
 #include "vattn/casefile/case_file.h"
 #include "vattn/casefile/isolated_reader.h"
 #include "vattn/cli/args.h"
@@ -15,6 +17,7 @@
 #include "vattn/cli/junit.h"
 #include "vattn/cli/progress_line.h"
 #include "vattn/gen/generate.h"
+#include "vattn/oracle/cpu_oracle.h"
 #include "vattn/recipe/vocab.h"
 #if VATTN_HAVE_CUDA
 #include "vattn/gpu/cuda_check.h"
@@ -80,6 +83,26 @@ class Replayer {
   void replay_case(const std::string& source, const Case& c, bool from_recipe) {
     if (verbose_)
       std::printf("-- %s: %s  %s\n", printable(source).c_str(), printable(c.name).c_str(), c.describe().c_str());
+    // Decided before the oracle runs (it may take minutes): whether anything can be compared,
+    // and whether the CPU oracle may take the case on.
+    if (const std::string why = nothing_to_compare(c, from_recipe); !why.empty()) {
+      if (only_producer_.empty())
+        std::printf("%-28s (nothing to compare: %s)\n", printable(c.name).c_str(), why.c_str());
+      const std::string what =
+          source + ": case '" + c.name + "': " + (only_producer_.empty() ? "nothing to compare (" + why + ")" : why);
+      std::fprintf(stderr, "vattn replay: %s\n", printable(what).c_str());
+      unusable_.push_back({{"input", source}, {"case", c.name}, {"message", what}});
+      return;
+    }
+    if (!gpu_oracle_) {
+      if (const std::string why = oracle_work_problem(oracle_work(c)); !why.empty()) {
+        const std::string what = source + ": case '" + c.name + "': " + why +
+                                 "; raise the limit, or give the case to the naive GPU oracle (--oracle gpu)";
+        std::fprintf(stderr, "vattn replay: %s\n", printable(what).c_str());
+        unusable_.push_back({{"input", source}, {"case", c.name}, {"message", what}});
+        return;
+      }
+    }
     Reference ref64, bf16;
     if (gpu_oracle_) {
 #if VATTN_HAVE_CUDA
@@ -147,20 +170,25 @@ class Replayer {
       emit(std::move(row));
     }
     if (unusable_.size() != unusable_before) return;  // said why above
-    if (rows_.size() == before && !only_producer_.empty()) {
-      const std::string what = source + ": case '" + c.name + "': no producer '" + only_producer_ +
-                               "' (neither stored with the case nor a live producer that runs here)";
+    if (rows_.size() == before) {  // every live producer skipped the case: as unusable as an unreadable file
+      std::printf("%-28s (nothing to compare: no live producer ran)\n", printable(c.name).c_str());
+      const std::string what = source + ": case '" + c.name + "': nothing to compare (no live producer ran)";
       std::fprintf(stderr, "vattn replay: %s\n", printable(what).c_str());
       unusable_.push_back({{"input", source}, {"case", c.name}, {"message", what}});
-      return;
     }
-    if (rows_.size() == before) {  // nothing checked: as unusable as a file that cannot be read
-      std::printf("%-28s (nothing to compare: no stored outputs, no live producer ran)\n", printable(c.name).c_str());
-      const std::string what =
-          source + ": case '" + c.name + "': nothing to compare (no stored outputs, no live producer ran)";
-      std::fprintf(stderr, "vattn replay: %s\n", what.c_str());
-      unusable_.push_back({{"input", source}, {"case", c.name}, {"message", what}});
-    }
+  }
+
+  // Why nothing of `c` can be compared here, or "": no stored output and no live producer that
+  // runs here (or none named --producer). A live producer may still skip the case when it runs
+  // (CaseNotSupported): replay_case says so after.
+  std::string nothing_to_compare(const Case& c, bool from_recipe) const {
+    for (const auto& o : c.outputs)
+      if (only_producer_.empty() || o.producer == only_producer_) return "";
+    for (const auto& p : from_recipe ? recipe_live_ : file_live_)
+      if (p->unavailable_reason().empty() && (only_producer_.empty() || p->name() == only_producer_)) return "";
+    if (!only_producer_.empty())
+      return "no producer '" + only_producer_ + "' (neither stored with the case nor a live producer that runs here)";
+    return "no stored outputs, no live producer runs here";
   }
 
   // Why the live producer whose name starts with `prefix` (e.g. "kernel:") cannot run here; empty if it can.
@@ -399,6 +427,8 @@ Args replay_args() {
           "poison=0 seed=7 scale=0.1446796 splits=3\"",
           "re-create a case from the line a test printed, and check it");
   add_case_reading_options(a);
+  add_oracle_work_option(a);
+  a.note(kProgressIntervalHelp);
   return a;
 }
 
@@ -444,6 +474,19 @@ int cmd_replay(int argc, char** argv) {
     if (a.has("json") && a.has("junit") && a.get("json") == a.get("junit"))
       throw UsageError("--json and --junit name the same file");
     apply_case_reading_options(a);
+    apply_oracle_work_option(a);
+    try {
+      (void)progress_interval_from_environment();
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    // A recipe is held to the same limits as a case file, before anything is generated.
+    if (a.has("recipe")) {
+      std::string why = case_memory_problem(recipe_memory_estimate(recipe), "generated and checked");
+      if (why.empty() && file_opts.oracle == "cpu")
+        why = oracle_work_problem(oracle_work(recipe.heads, recipe.prefix, recipe.drafts));
+      if (!why.empty()) throw UsageError("--recipe " + why);
+    }
   } catch (const UsageError& e) {
     return a.usage_error(e.what());
   }
@@ -465,8 +508,9 @@ int cmd_replay(int argc, char** argv) {
   Replayer replayer(a.has("verbose"), file_opts.oracle == "gpu", splits_override, std::move(file_live),
                     std::move(recipe_live));
   if (a.has("producer")) replayer.only_producer(a.get("producer"));
-  // On a terminal: which file and case is running, and the oracle's share done on long contexts.
-  ProgressLine progress(!a.has("quiet"));
+  // Which file and case is running, and the oracle's share done on long contexts: on a terminal
+  // a line rewritten in place, in a log a line every VATTN_PROGRESS_INTERVAL seconds of a long step.
+  ProgressLine progress(!a.has("quiet"), "vattn replay");
   replayer.progress(&progress, a.has("quiet"));
   // Asked for by name, the kernel must run: "not run" would otherwise end in exit 0.
   if (a.has("kernel")) {
@@ -517,6 +561,7 @@ int cmd_replay(int argc, char** argv) {
   }
   if (a.has("recipe")) {
     std::printf("== --recipe %s\n", recipe.to_line().c_str());
+    replayer.at("--recipe");
     try {
       replayer.replay_case("recipe", generate_case(recipe, "recipe"), true);
     } catch (const InputError& e) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // vattn: verify-attention correctness suite. Dispatches to one subcommand per file.
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -47,6 +48,13 @@ void usage(FILE* f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A write past `ulimit -f` raises SIGXFSZ, which ends the process unless ignored: ignored, the
+  // write fails with EFBIG and is reported as any full disk is (the file named, exit 2). Workers
+  // started by `vattn fuzz` inherit this.
+  std::signal(SIGXFSZ, SIG_IGN);
+  // Rows and progress lines reach a pipe (a CI log, `| tee`) as they are printed, not when a
+  // buffer fills or the command ends.
+  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? vattn::cli::kExitBadInput : vattn::cli::kExitOk;

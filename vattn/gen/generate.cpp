@@ -3,10 +3,12 @@
 // values token by token from the profile, then poison for everything outside every K(b,i).
 #include "vattn/gen/generate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "vattn/case/bf16.h"
+#include "vattn/case/memory_limit.h"
 #include "vattn/gen/gen_layout.h"
 #include "vattn/gen/gen_rng.h"
 #include "vattn/gen/gen_values.h"
@@ -52,6 +54,15 @@ void check_recipe(const Recipe& r) {
   if (!(r.sm_scale > 0) || !std::isfinite(r.sm_scale)) throw InputError("", "", "scale", "must be finite and > 0");
 }
 
+// The most pool rows the recipe's layout may give: a sparse pool holds 4x the prefix tokens, the
+// others the tokens and a few unreferenced rows (gen_layout.cpp).
+double pool_rows_bound(const Recipe& r) {
+  double tokens = 0;
+  for (int p : r.prefix) tokens += p;
+  const double B = static_cast<double>(r.prefix.size());
+  return r.layout == "sparse" ? 4 * tokens + 16 : tokens * 1.125 + 3.0 * (B + 1) + 2;
+}
+
 // Depth of each node (roots and padded nodes 0): drafts sit at positions P_b + depth.
 std::vector<int> depths(const std::vector<int32_t>& parent) {
   std::vector<int> d(parent.size(), 0);
@@ -61,6 +72,37 @@ std::vector<int> depths(const std::vector<int32_t>& parent) {
 
 }  // namespace
 
+namespace {
+
+struct RecipeShapes {
+  int64_t keys = 0, n_q = 0, mask = 0, rows = 0;
+};
+
+RecipeShapes shapes_of(const Recipe& r) {
+  RecipeShapes s;
+  for (size_t b = 0; b < r.prefix.size() && b < r.drafts.size(); ++b) {
+    s.keys += r.prefix[b];
+    s.n_q += r.drafts[b];
+    s.mask += int64_t{r.drafts[b]} * r.drafts[b];
+  }
+  s.rows = static_cast<int64_t>(std::min(pool_rows_bound(r), 9e18));
+  return s;
+}
+
+uint64_t add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+}  // namespace
+
+uint64_t recipe_case_bytes(const Recipe& r) {
+  const RecipeShapes s = shapes_of(r);
+  // The layout's index arrays (a few bytes a row) are made beside the pool.
+  return add(case_tensor_bytes(s.n_q, r.heads, vocab::kRowDims, vocab::kLatentDims, s.rows, s.keys, s.mask, 1),
+             24 * static_cast<uint64_t>(s.rows));
+}
+
+uint64_t recipe_memory_estimate(const Recipe& r) {
+  return add(recipe_case_bytes(r), oracle_scratch_bytes(shapes_of(r).n_q, r.heads, vocab::kLatentDims));
+}
 
 Case generate_case(const Recipe& r, const std::string& name) {
   check_recipe(r);
@@ -75,20 +117,21 @@ Case generate_case(const Recipe& r, const std::string& name) {
   const size_t dqk = static_cast<size_t>(c.d_qk), H = static_cast<size_t>(r.heads);
   const bool poison = r.poison || r.profile == "adversarial";
 
-  // Checked before anything is allocated: a sparse pool holds 4x the prefix tokens.
-  double tokens = 0, n_q = 0, mask_bytes = 0;
+  // Checked before anything is allocated: the tensors against the generator's own cap, then
+  // everything the case and its check will take against the memory limit (--max-memory).
+  double n_q = 0, mask_bytes = 0;
   for (int b = 0; b < B; ++b) {
-    tokens += r.prefix[static_cast<size_t>(b)];
     n_q += r.drafts[static_cast<size_t>(b)];
     mask_bytes += static_cast<double>(r.drafts[static_cast<size_t>(b)]) * r.drafts[static_cast<size_t>(b)];
   }
-  const double rows_bound = r.layout == "sparse" ? 4 * tokens + 16 : tokens * 1.125 + 3.0 * (B + 1) + 2;
-  const double bytes = 2.0 * (rows_bound * dqk + n_q * (H + 1) * dqk) + mask_bytes;
+  const double bytes = 2.0 * (pool_rows_bound(r) * dqk + n_q * (H + 1) * dqk) + mask_bytes;
   if (bytes > kMaxCaseBytes) {
     throw InputError("", "", "P",
                      "the case would hold " + std::to_string(bytes / (1ull << 30)) +
                          " GiB of tensors; the generator's limit is 16 GiB");
   }
+  if (const std::string why = case_memory_problem(recipe_memory_estimate(r), "generated and checked"); !why.empty())
+    throw InputError("", name, "", why);
 
   c.qo_indptr.assign(1, 0);
   c.kv_indptr.assign(1, 0);

@@ -299,6 +299,7 @@ class RequestRun {
 template <class Scalar>
 Reference attend(const Case& c, const EngineConfig& cfg) {
   validate(c);
+  if (const std::string why = oracle_work_problem(oracle_work(c)); !why.empty()) throw InputError("", c.name, "", why);
   if (cfg.key_block < 1 || cfg.row_block < 1 || cfg.row_group < 1 || cfg.tile < 0)
     throw std::invalid_argument("oracle engine: key_block, row_block and row_group must be >= 1, tile >= 0");
   const size_t rows = static_cast<size_t>(c.n_q()) * static_cast<size_t>(c.num_heads);

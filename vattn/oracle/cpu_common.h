@@ -32,7 +32,8 @@ struct EngineConfig {
 
 // Scalar is double (oracle_fp64) or float (reference_bf16_emulated): the type of Q, K, logits,
 // probabilities and accumulators. abs_pv and lse_scale are accumulated in float either way: they
-// only scale tolerance bounds. Validates the case first (InputError on bad input).
+// only scale tolerance bounds. Validates the case first (InputError on bad input) and refuses one
+// whose oracle_work is over the limit (InputError naming the case and --max-oracle-work).
 template <class Scalar>
 Reference attend(const Case& c, const EngineConfig& cfg);
 

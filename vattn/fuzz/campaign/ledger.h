@@ -23,6 +23,9 @@ namespace vattn::fuzz {
 
 constexpr const char* kLedgerSchema = "vattn-fuzz-ledger";
 constexpr int kLedgerVersion = 2;  // 1 (before buckets) is read too
+// A ledger is a hand-kept list: far below these, and a file past them is refused unread.
+constexpr uint64_t kMaxLedgerBytes = uint64_t{64} << 20;
+constexpr size_t kMaxLedgerEntries = 1000000;
 
 struct LedgerEntry {
   std::string signature;                   // a signature or a glob over them (fnmatch), e.g. "wrong: fp32 partials"
@@ -37,7 +40,8 @@ class Ledger {
  public:
   // An empty ledger (no file): matches nothing.
   Ledger() = default;
-  // Reads and validates FILE; InputError naming the file and the field (e.g. entries[2].reason).
+  // Reads and validates FILE (a regular file of at most kMaxLedgerBytes, JSON nested no deeper
+  // than json_read.h allows); InputError naming the file and the field (e.g. entries[2].reason).
   static Ledger load(const std::string& path);
 
   // The entry that tolerates `signature` on `kernel` (the first that matches), or nullptr.

@@ -2,6 +2,7 @@
 #include "vattn/fuzz/protocol/protocol.h"
 
 #include "vattn/case/fd_write.h"
+#include "vattn/fuzz/protocol/json_read.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -40,7 +41,7 @@ bool LineReader::next(json& message) {
   if (nl == std::string::npos) return false;
   const std::string line = buffer_.substr(0, nl);
   buffer_.erase(0, nl + 1);
-  message = json::parse(line, nullptr, false);
+  message = parse_json_bounded<json>(line);
   if (message.is_discarded() || !message.is_object()) {
     message = json{{"ev", "garbled"}, {"text", line.substr(0, 200)}};
   }

@@ -35,7 +35,8 @@ constexpr int kReportFd = 3;  // the worker's report pipe
 bool send_message(int fd, const json& message);
 
 // Splits bytes from a pipe into lines; tolerates partial reads. A line that is not a JSON object
-// becomes {"ev":"garbled","text":...} so a corrupted worker cannot derail the reader.
+// (or nests deeper than json_read.h allows) becomes {"ev":"garbled","text":...} so a corrupted
+// worker cannot derail the reader.
 class LineReader {
  public:
   // Reads what is available now (one read()). Returns false at end of file or on error.
