@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what vattn needs on a fresh Debian machine (as root): compilers and CMake,
-# Catch2 v2, RapidCheck, Eigen, HDF5 (C/C++), nlohmann-json, CLI11, and h5py+numpy (Debian's python3-h5py,
+# Catch2 v2, RapidCheck, Eigen, HDF5 (C/C++), nlohmann-json, CLI11, Nettle (SHA-256), and h5py+numpy (Debian's python3-h5py,
 # python3-numpy) for the independent Python checks, matplotlib and Chromium (the morning report and
 # its browser test), Slurm and munge (the single-node Slurm test); for scripts/lint.sh: clang-format (14, Debian
 # 12's), the shellcheck package, python3-venv and ruff (pinned, in .venv-lint/). The CUDA toolkit (nvcc) is expected at
 # /usr/local/cuda. Quick when all is there.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ catch2 librapidcheck-dev libeigen3-dev libhdf5-dev nlohmann-json3-dev libcli11-dev python3
+pkgs=(cmake ninja-build g++ catch2 librapidcheck-dev libeigen3-dev libhdf5-dev nlohmann-json3-dev libcli11-dev nettle-dev python3
       python3-h5py python3-numpy
       python3-matplotlib chromium slurm-wlm munge python3-pip  # the morning report, its browser test, the Slurm test
       clang-format shellcheck python3-venv)  # scripts/lint.sh
