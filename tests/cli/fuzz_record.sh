@@ -15,8 +15,8 @@
 #             of that signature gets a new folder; the old folder's evidence is untouched.
 #   confined  a campaign made with a relative --out is resumed from another working directory that
 #             holds a folder of the same relative path: the campaign's own files are updated, the
-#             other folder is untouched; a journal whose finding dir is ../../x or /etc is refused
-#             by --resume, fuzz-merge and report, naming the line.
+#             other folder is untouched; a journal whose finding dir is ../../x or an absolute
+#             folder elsewhere is refused by --resume, fuzz-merge and report, naming the line.
 #   kernel    a campaign line naming a revision library with its SHA-256: --resume says it loads
 #             it, "as recorded"; refuses it once its bytes changed, when no digest was recorded or
 #             the path is relative, unless --allow-changed-kernel (documented in --help).
@@ -205,8 +205,9 @@ confined)
   check finding "$tmp/A/c1" --class wrong --files repro.h5,shrunk.h5 --min-hits 2
   # A journal is untrusted: a finding folder outside the campaign is refused, naming the line.
   n=$(grep -n '"t":"finding"' "$tmp/A/c1/journal.jsonl" | cut -d: -f1)
+  mkdir "$tmp/outside"  # an existing folder elsewhere, as /etc would be (never /etc itself: a broken vattn writes there)
   k=0
-  for bad in ../../x /etc findings/../../x/findings/001-wrong/..; do
+  for bad in ../../x "$tmp/outside" findings/../../x/findings/001-wrong/..; do
     k=$((k + 1))
     h=$tmp/h$k
     cp -r "$tmp/A/c1" "$h"
@@ -221,7 +222,8 @@ for l in lines:
     run "report$k" "$vattn" report "$h" --out "$tmp/r$k.html"
     want_rc "report$k" 2 && has "report$k" err "journal.jsonl:$n: field 'dir'"
   done
-  [ ! -e "$tmp/x" ] && [ ! -e /etc/finding.json ] && echo "ok: nothing written outside" || fail "written outside the campaign"
+  [ ! -e "$tmp/x" ] && [ -z "$(ls -A "$tmp/outside")" ] && echo "ok: nothing written outside" ||
+    fail "written outside the campaign: $(ls -A "$tmp/outside" "$tmp/x" 2>&1)"
   ;;
 kernel)
   fuzz base --kernel host:bf16-reference "${small[@]}" --cases 5 --seed 1 --out "$d"

@@ -160,6 +160,10 @@ void Supervisor::resume_campaign() {
 
 void Supervisor::resume_findings(const JournalState& st) {
   findings_ = std::make_unique<FindingStore>(dir_, opt_.kernel);
+  // A folder a full disk kept from being made is made now (mkdir: not through a link; findings/
+  // itself was checked above), so the finding gets its evidence this time.
+  std::error_code ec;
+  fs::create_directory(dir_ + "/findings", ec);
   std::set<std::string> keep;  // pending files a resumed investigation goes on from
   for (const auto& fl : st.findings) {
     const std::string id = fl.at("id").get<std::string>();
@@ -167,6 +171,7 @@ void Supervisor::resume_findings(const JournalState& st) {
     auto hit = st.hits.find(id);
     Finding& f = findings_->restore(fl, it == st.finding_done.end() ? nullptr : &it->second,
                                     hit == st.hits.end() ? 0 : hit->second);
+    fs::create_directory(f.dir, ec);
     if (const std::string why = findings_->save(f); !why.empty()) suite_failure(why);
     if (f.state != "interrupted") continue;
     // Its investigation was cut short: it goes on from its last shrink line (from the first case
@@ -182,7 +187,6 @@ void Supervisor::resume_findings(const JournalState& st) {
     waiting_.push_back({&f, f.first, f.recipe, progress});
   }
   // Repro files of cases that were in flight when the campaign stopped are nobody's now.
-  std::error_code ec;
   for (fs::directory_iterator d(dir_ + "/pending", ec), end; !ec && d != end; d.increment(ec)) {
     const std::string name = d->path().filename().string();
     if (!keep.count(name) && d->symlink_status(ec).type() == fs::file_type::regular) fs::remove(d->path(), ec);
