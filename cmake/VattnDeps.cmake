@@ -34,6 +34,17 @@ find_package(Threads REQUIRED)
 find_package(rapidcheck REQUIRED)
 # nlohmann-json: the fuzzer's worker protocol, journal, findings and summary.
 find_package(nlohmann_json 3 REQUIRED)
+# Nettle (Debian's nettle-dev): the SHA-256 a fuzz campaign records of the revision library it
+# loads (vattn/fuzz/campaign/kernel_identity.cpp). Its static archive has no dependencies.
+find_path(VATTN_NETTLE_INCLUDE nettle/sha2.h REQUIRED)
+if(VATTN_PORTABLE)
+  find_library(VATTN_NETTLE_LIB NAMES libnettle.a REQUIRED)
+else()
+  find_library(VATTN_NETTLE_LIB NAMES nettle REQUIRED)
+endif()
+add_library(vattn_nettle INTERFACE)
+target_include_directories(vattn_nettle SYSTEM INTERFACE ${VATTN_NETTLE_INCLUDE})
+target_link_libraries(vattn_nettle INTERFACE ${VATTN_NETTLE_LIB})
 # CLI11 (Debian's libcli11-dev, header-only): the `vattn` subcommands' option parsing (vattn/cli/args.*).
 find_package(CLI11 2 REQUIRED)
 if(VATTN_BUILD_TESTS)

@@ -2,7 +2,7 @@
 # usage: scripts/install-deps.sh [--with-optional] [--dry-run]
 # Installs what vattn needs on a Debian 12 machine (as root), quickly when all is there:
 #   - Debian packages: compilers, CMake, Ninja, pkg-config, Catch2 v2, RapidCheck, Eigen, HDF5,
-#     nlohmann-json, CLI11; python3-venv with h5py, numpy, matplotlib (the Python checks, the
+#     nlohmann-json, CLI11, Nettle (SHA-256); python3-venv with h5py, numpy, matplotlib (the Python checks, the
 #     morning report); clang-format and shellcheck (scripts/lint.sh);
 #   - the project's Python environment .venv/ (seeing Debian's python3 modules; every pip install
 #     goes there, never into the system interpreter): scripts/requirements.txt, and ml_dtypes
@@ -33,7 +33,7 @@ source "$here/env.sh"  # VATTN_CUDA (ON/OFF) and why, VATTN_VENV
 root=$VATTN_ROOT
 
 # --- Debian packages ---------------------------------------------------------------------------
-pkgs=(cmake ninja-build g++ pkg-config catch2 librapidcheck-dev libeigen3-dev libhdf5-dev nlohmann-json3-dev libcli11-dev
+pkgs=(cmake ninja-build g++ pkg-config catch2 librapidcheck-dev libeigen3-dev libhdf5-dev nlohmann-json3-dev libcli11-dev nettle-dev
       python3 python3-venv python3-h5py python3-numpy python3-matplotlib  # .venv sees these
       clang-format shellcheck)  # scripts/lint.sh
 optional_pkgs=(chromium  # report_chromium: the morning report in a headless browser

@@ -6,8 +6,8 @@
 #            (from the journals), each stops after its own share; bad --shard values exit 2
 #   merge    fuzz-merge of the two shards: totals, verdicts and coverage are the sums of the
 #            parts, the finding seen by both is one finding with the summed count and both
-#            evidence dirs; overlapping parts, parts of another kernel, a part without
-#            summary.json and an --out that holds a campaign are refused (exit 2, named)
+#            evidence dirs; overlapping parts, parts of another kernel, a folder with neither
+#            summary.json nor a journal and an --out that holds a campaign are refused (exit 2, named)
 #   ledger   a version 1 ledger entry for the planted check without bucket ("wrong: vs oracle",
 #            which means every bucket of it): its cases are counted against the entry ("k":"ledger"
 #            in the journal), no finding directory, exit 0, the summary lists the entry with its

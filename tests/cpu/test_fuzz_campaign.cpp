@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -22,6 +23,7 @@
 #include "vattn/fuzz/campaign/coverage.h"
 #include "vattn/fuzz/campaign/investigation.h"
 #include "vattn/fuzz/campaign/journal.h"
+#include "vattn/fuzz/campaign/kernel_identity.h"
 #include "vattn/fuzz/gen/case_stream.h"
 #include "vattn/fuzz/gen/gen_recipe.h"
 #include "vattn/fuzz/protocol/protocol.h"
@@ -278,7 +280,7 @@ TEST_CASE("fuzz campaign: a journal with a torn last line reads back without it 
         << "\n"
         << R"({"t":"case","i":1,"v":"wrong","c":"short","sig":"wrong: vs oracle_fp64","f":"001"})"
         << "\n"
-        << R"({"t":"finding","id":"001","sig":"wrong: vs oracle_fp64","dir":"x","recipe":"B=1 H=3 P=[0] T=[1]"})"
+        << R"({"t":"finding","id":"001","sig":"wrong: vs oracle_fp64","dir":"findings/001-wrong","recipe":"B=1 H=3 P=[0] T=[1]"})"
         << "\n"
         << R"({"t":"case","i":2,"v":"wrong","c":"short","sig":"wrong: vs oracle_fp64","f":"001"})"
         << "\n"
@@ -344,6 +346,148 @@ TEST_CASE("fuzz campaign: read_journal refuses what is not a campaign journal, n
   CHECK_THAT(message_of(), Catch::Contains("journal version 2"));
   vattn::fuzz::Journal j;
   CHECK_THROWS_AS(j.create(path), InputError);  // create refuses an existing journal
+}
+
+TEST_CASE("fuzz campaign: read_journal counts each case index once and names the lines it skips", "[fuzz-campaign]") {
+  TempDir dir;
+  const std::string path = dir.file("journal.jsonl");
+  {
+    std::ofstream out(path);
+    out << R"({"t":"campaign","schema":"vattn-fuzz-journal","version":1,"kernel":"host:faulty","seed":9,"budget":"small","cases":10})"
+        << "\n"
+        << R"({"t":"run","run":1,"resumed":false})"
+        << "\n"  // line 2
+        << R"({"t":"case","i":0,"v":"pass","c":"short"})"
+        << "\n"  // 3
+        << R"({"t":"case","i":1,"v":"wrong","c":"short","sig":"wrong: vs oracle","f":"001"})"
+        << "\n"  // 4
+        << "{\"t\":\"case\",\"i\":2,\"v\":\"pass\",\"c\""
+        << "\n"  // 5: garbled
+        << R"({"t":"case","i":1,"v":"wrong","c":"short","sig":"wrong: vs oracle","f":"001"})"
+        << "\n"  // 6: again
+        << R"({"t":"case","i":"x","v":"pass"})"
+        << "\n"  // 7: wrong kind
+        << R"({"t":"finding","id":"001","sig":"wrong: vs oracle","dir":"findings/001-wrong","recipe":"B=1 H=3 P=[0] T=[1]"})"
+        << "\n"
+        << R"({"t":"case","i":3,"v":"input-error","c":"short","why":"recipe: bad"})"
+        << "\n"  // 9
+        << R"({"t":"suite-error","what":"worker ended outside the code under test","detail":"exit 3"})"
+        << "\n";
+  }
+  const auto st = vattn::fuzz::read_journal(path);
+  CHECK(st.done == std::set<int64_t>{0, 1, 3});
+  CHECK(st.by_verdict.at("wrong") == 1);  // case 1 twice: counted once
+  CHECK(st.hits.at("001") == 1);
+  CHECK(st.duplicate_cases == 1);
+  CHECK(st.torn_lines == 0);  // the garbled line is not the last: it is reported, not taken for a torn tail
+  REQUIRE(st.problems.size() == 2);
+  CHECK_THAT(st.problems[0], Catch::StartsWith("line 5: "));
+  CHECK_THAT(st.problems[1], Catch::StartsWith("line 7: ") && Catch::Contains("'i'"));
+  CHECK(st.suite_errors == 2);
+  REQUIRE(st.suite_error_list.size() == 2);
+  CHECK(st.suite_error_list[0].value("detail", "") == "recipe: bad");
+  CHECK(st.findings.at(0).value("dir", "") == "findings/001-wrong");
+}
+
+TEST_CASE(
+    "fuzz campaign: read_journal refuses a campaign line or a finding folder that cannot be, naming line and field",
+    "[fuzz-campaign]") {
+  TempDir dir;
+  const std::string path = dir.file("journal.jsonl");
+  const std::string head = R"({"t":"campaign","schema":"vattn-fuzz-journal","version":1,"kernel":"host:faulty",)";
+  auto refusal = [&](const std::string& campaign_tail, const std::string& more = "") -> std::string {
+    std::ofstream(path) << head << campaign_tail << "\n" << more;
+    try {
+      vattn::fuzz::read_journal(path);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const std::string ok = R"("seed":9,"budget":"small","cases":10)";
+  CHECK(refusal(ok + "}") == "(no error)");
+  for (const char* shard : {"[0,0]", "[3,2]", "[-1,2]", "[0]", "\"0/2\"", "[0,2000000]"}) {
+    CAPTURE(shard);
+    const std::string why = refusal(ok + R"(,"shard":)" + shard + "}");
+    CHECK_THAT(why, Catch::Contains("journal.jsonl:1") && Catch::Contains("'shard'"));
+  }
+  CHECK_THAT(refusal(R"("seed":-1,"budget":"small"})"), Catch::Contains("'seed'"));
+  CHECK_THAT(refusal(R"("seed":1.5,"budget":"small"})"), Catch::Contains("'seed'"));
+  CHECK_THAT(refusal(R"("seed":9,"budget":"huge"})"), Catch::Contains("'budget'"));
+  CHECK_THAT(refusal(R"("seed":9,"budget":"small","cases":0})"), Catch::Contains("'cases'"));
+  CHECK_THAT(refusal(R"("seed":9,"budget":"small","cases":"10"})"), Catch::Contains("'cases'"));
+  for (const char* hostile : {"../../x", "/etc", "findings/../../x/findings/001-wrong/..", "findings/evil", ""}) {
+    CAPTURE(hostile);
+    const std::string line =
+        vattn::fuzz::json{
+            {"t", "finding"}, {"id", "001"}, {"sig", "crash"}, {"dir", hostile}, {"recipe", "B=1 H=1 P=[0] T=[1]"}}
+            .dump();
+    CHECK_THAT(refusal(ok + "}", R"({"t":"run","run":1})"
+                                 "\n" +
+                                     line + "\n"),
+               Catch::Contains("journal.jsonl:3") && Catch::Contains("'dir'"));
+  }
+}
+
+TEST_CASE("fuzz campaign: a finding folder from a journal is findings/NAME inside the campaign", "[fuzz-campaign]") {
+  using vattn::fuzz::confined_finding_dir;
+  CHECK(confined_finding_dir("findings/001-wrong") == "findings/001-wrong");
+  // A journal from before relative paths wrote the folder as typed: its last two parts are taken.
+  CHECK(confined_finding_dir("night1/findings/002-hang") == "findings/002-hang");
+  CHECK(confined_finding_dir("/scratch/night1/findings/003-device-error") == "findings/003-device-error");
+  for (const char* bad : {"../../x", "/etc", "findings/../x", "../findings/001-wrong", "findings/001-wrong/..",
+                          "findings/x", "findings/001-WRONG", "x/001-wrong", "findings/001-wrong/finding.json"}) {
+    CAPTURE(bad);
+    CHECK(confined_finding_dir(bad).empty());
+  }
+}
+
+TEST_CASE("fuzz campaign: an investigation goes on from its progress in another run", "[fuzz-campaign]") {
+  const Verdict first = failing("crash", "signal 11 (SIGSEGV)");
+  auto answer = [](const Recipe& r) { return r.heads == 3 ? failing("crash", "signal 11 (SIGSEGV)") : passing(); };
+  Investigation whole(first, Recipe::parse(kStart), true, InvestigationLimits{});
+  const int all_runs = drive(whole, answer);
+  // The same investigation stopped after 7 runs and resumed from its progress in a new object
+  // (a new supervisor) ends where the uninterrupted one did, in the same number of runs.
+  Investigation part(first, Recipe::parse(kStart), true, InvestigationLimits{});
+  for (int i = 0; i < 7; ++i) part.feed(answer(*part.next()));
+  const vattn::fuzz::json progress = part.progress();
+  CHECK(progress.value("confirmed", false));
+  Investigation resumed(first, Recipe::parse(kStart), true, InvestigationLimits{});
+  resumed.resume(progress);
+  CHECK(resumed.fresh_process());
+  CHECK(resumed.confirmed());  // not confirmed again
+  CHECK(resumed.runs() == 7);
+  CHECK(resumed.steps() == part.steps());
+  REQUIRE(resumed.next().has_value());
+  CHECK(resumed.next()->to_line() == part.next()->to_line());
+  drive(resumed, answer);
+  CHECK(resumed.runs() == all_runs);
+  CHECK(resumed.shrunk().to_line() == whole.shrunk().to_line());
+  // Progress it could not have made is refused, naming the field.
+  vattn::fuzz::json bad = progress;
+  bad["next"] = 100000;
+  Investigation other(first, Recipe::parse(kStart), true, InvestigationLimits{});
+  CHECK_THROWS_WITH(other.resume(bad), Catch::Contains("shrink.next"));
+  bad = progress;
+  bad["recipe"] = "B=1 H=nope";
+  CHECK_THROWS_AS(other.resume(bad), InputError);
+}
+
+TEST_CASE("fuzz campaign: a revision library is told apart by its bytes' SHA-256", "[fuzz-campaign]") {
+  TempDir dir;
+  std::ofstream(dir.file("abc.so")) << "abc";
+  CHECK(vattn::fuzz::sha256_of_file(dir.file("abc.so"), "--kernel") ==
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK_THROWS_WITH(vattn::fuzz::sha256_of_file(dir.file("none.so"), "--kernel"), Catch::Contains("cannot be read"));
+  REQUIRE(::mkfifo(dir.file("fifo.so").c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(vattn::fuzz::sha256_of_file(dir.file("fifo.so"), "--kernel"),
+                    Catch::Contains("not a regular file"));  // not waited on
+  CHECK(vattn::fuzz::is_kernel_library("build/librev.so"));
+  CHECK(vattn::fuzz::is_kernel_library("librev.so"));
+  CHECK(vattn::fuzz::is_kernel_library("/opt/k/rev"));
+  CHECK_FALSE(vattn::fuzz::is_kernel_library("split-v2"));
+  CHECK_FALSE(vattn::fuzz::is_kernel_library("host:faulty:crash@T=17"));
 }
 
 namespace testbed = vattn::testbed;

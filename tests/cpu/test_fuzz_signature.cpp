@@ -169,7 +169,7 @@ TEST_CASE("signature: a journal with old and bucketed signatures, ledger and ext
         << "\n"
         << R"({"t":"case","i":0,"v":"wrong","c":"short","sig":"wrong: vs oracle","f":"001"})"
         << "\n"
-        << R"({"t":"finding","id":"001","sig":"wrong: vs oracle","dir":"x","recipe":"B=1 H=3 P=[0] T=[1]"})"
+        << R"({"t":"finding","id":"001","sig":"wrong: vs oracle","dir":"findings/001-wrong","recipe":"B=1 H=3 P=[0] T=[1]"})"
         << "\n"
         << json{{"t", "case"}, {"i", 1}, {"v", "wrong"}, {"c", "short"}, {"sig", head}, {"f", "002"}}.dump() << "\n"
         << json{{"t", "case"}, {"i", 2}, {"v", "wrong"}, {"c", "short"}, {"sig", request}, {"k", "extra"}}.dump()

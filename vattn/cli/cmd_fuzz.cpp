@@ -14,6 +14,7 @@
 #if VATTN_HAVE_CUDA
 #include "vattn/fuzz/worker/gpu_target.h"
 #endif
+#include "vattn/fuzz/campaign/run_options.h"
 #include "vattn/fuzz/campaign/supervisor.h"
 #include "vattn/fuzz/worker/worker.h"
 
@@ -72,7 +73,13 @@ int cmd_fuzz(int argc, char** argv) {
       .option("hours", "H", "stop after H hours of this run", "8 (unless --cases)")
       .option("cases", "N", "the campaign's size: run case indices 0..N-1")
       .option("out", "DIR", "campaign directory (created; must not hold a campaign)", "fuzz-<UTC time>")
-      .option("resume", "DIR", "continue the campaign in DIR (same kernel, seed, budget; totals carried over)")
+      .option("resume", "DIR",
+              "continue the campaign in DIR from any working directory (same kernel, seed, budget; totals carried\n"
+              "over; the run options its last run used unless given again; a revision library only if its SHA-256\n"
+              "is the one recorded)")
+      .flag("allow-changed-kernel",
+            "with --resume: load the revision library the campaign names even though its bytes differ from the\n"
+            "ones it recorded (or it recorded none): its later cases then test that library")
       .option("seed", "S", "campaign seed", "random")
       .option("shard", "I/N", "run only the indices i with i % N == I (N hosts, one stream: give each the same --seed)")
       .option("ledger", "FILE", "known, tolerated findings (vattn/fuzz/ledger.json): counted, not raised again")
@@ -111,8 +118,10 @@ int cmd_fuzz(int argc, char** argv) {
       .example("vattn fuzz --kernel " VATTN_REVISION_DEFAULT " --seed 7 --shard 2/8 --hours 8 --out night1/task-2",
                "host 2 of 8 (scripts/slurm/); merge with vattn fuzz-merge")
       .note(
-          "exit codes: 0 nothing found, 1 findings (the summary lists them), 2 usage, or nothing could run\n"
-          "(the kernel does not load, no CUDA device for a GPU revision, workers cannot start)");
+          "exit codes: 0 nothing found, 1 findings (the summary lists them), 2 usage, nothing could run\n"
+          "(the kernel does not load, no CUDA device for a GPU revision, workers cannot start), or the campaign\n"
+          "could not keep its record (evidence or journal not written: a full disk); then it stops at once,\n"
+          "says why, and a failed case stays a failure");
   fuzz::CampaignOptions o;
   std::string recipe, repro;
   try {
@@ -128,6 +137,13 @@ int cmd_fuzz(int argc, char** argv) {
           "--shard, --plan-variants and --out out");
     if (!o.resume_dir.empty() && args.has("mix-from"))
       throw UsageError("--resume keeps the campaign's mix (its mix.json); leave --mix-from out");
+    o.allow_changed_kernel = args.has("allow-changed-kernel");
+    if (o.allow_changed_kernel && o.resume_dir.empty())
+      throw UsageError("--allow-changed-kernel goes with --resume (a new campaign records the library it loads)");
+    // Run options given here; --resume takes the others from the journal (campaign/run_options.h).
+    for (const char* name : {"cases", "gpus", "workers", "threads", "window", "case-timeout", "heartbeat-timeout",
+                             "max-shrink-runs", "max-shrink-seconds", "investigation-share", "stop-after-findings"})
+      if (args.has(name)) o.given.insert(name);
     o.mix_from = args.get("mix-from");
     if (args.has("plan-variants")) {
       const std::string pv = args.get("plan-variants");
@@ -141,7 +157,7 @@ int cmd_fuzz(int argc, char** argv) {
       o.hours = args.get_double("hours", 8);
       if (!(o.hours > 0) || o.hours > 24 * 365) throw UsageError("--hours must be > 0 (got " + args.get("hours") + ")");
     }
-    if (args.has("cases")) o.cases = args.get_int("cases", 0, 1, int64_t{1} << 40);
+    if (args.has("cases")) o.cases = args.get_int("cases", 0, 1, fuzz::run_limits::kMaxCases);
     if (o.hours < 0 && o.cases < 0 && o.resume_dir.empty()) o.hours = 8;  // a resumed campaign keeps its --cases
     if (args.has("seed")) {
       o.seed = static_cast<uint64_t>(args.get_int("seed", 1, 0, INT64_MAX));
@@ -155,19 +171,25 @@ int cmd_fuzz(int argc, char** argv) {
     if (o.budget != "small" && o.budget != "medium" && o.budget != "large")
       throw UsageError("--budget must be small, medium or large (got '" + o.budget + "')");
     o.gpus = args.get("gpus", "all");
-    o.workers = static_cast<int>(args.get_int("workers", 1, 1, 256));
-    o.threads = static_cast<int>(args.get_int("threads", 0, 1, 1024));
-    o.window = static_cast<int>(args.get_int("window", 0, 1, 100000));
+    using namespace fuzz::run_limits;
+    o.workers = static_cast<int>(args.get_int("workers", 1, 1, kMaxWorkers));
+    o.threads = static_cast<int>(args.get_int("threads", 0, 1, kMaxThreads));
+    o.window = static_cast<int>(args.get_int("window", 0, 1, kMaxWindow));
     o.case_timeout = args.get_double("case-timeout", 30);
     o.heartbeat_timeout = args.get_double("heartbeat-timeout", 20);
-    if (!(o.case_timeout > 0) || !(o.heartbeat_timeout > 0)) throw UsageError("timeouts must be > 0 seconds");
-    o.max_shrink_runs = static_cast<int>(args.get_int("max-shrink-runs", 400, 0, 1000000));
+    if (!(o.case_timeout > 0) || !(o.heartbeat_timeout > 0) || o.case_timeout > kMaxSeconds ||
+        o.heartbeat_timeout > kMaxSeconds)
+      throw UsageError("timeouts must be > 0 seconds (and at most 10^7)");
+    o.max_shrink_runs = static_cast<int>(args.get_int("max-shrink-runs", 400, 0, kMaxShrinkRuns));
     o.max_shrink_seconds = args.get_double("max-shrink-seconds", 900);
+    if (!(o.max_shrink_seconds >= 0) || o.max_shrink_seconds > kMaxSeconds)
+      throw UsageError("--max-shrink-seconds must be >= 0 (and at most 10^7; got " + args.get("max-shrink-seconds") +
+                       ")");
     o.investigation_share = args.get_double("investigation-share", 1.0 / 3);
     if (!(o.investigation_share > 0) || o.investigation_share > 1)
       throw UsageError("--investigation-share must be in (0, 1] (got " + args.get("investigation-share") + ")");
     if (args.has("stop-after-findings"))
-      o.stop_after_findings = static_cast<int>(args.get_int("stop-after-findings", 0, 1, 1000000));
+      o.stop_after_findings = static_cast<int>(args.get_int("stop-after-findings", 0, 1, kMaxStopAfterFindings));
     recipe = args.get("recipe");
     repro = args.get("repro");
     if (!repro.empty() && recipe.empty()) throw UsageError("--repro goes with --recipe");

@@ -45,15 +45,20 @@ void print_merged(const json& m, const std::string& dir) {
                 static_cast<long long>(p.value("cases", int64_t{0})),
                 static_cast<unsigned long long>(p.value("seed", uint64_t{0})), shard.c_str(),
                 printable(p.value("stopped", "")).c_str());
+    if (p.contains("rebuilt_from_journal"))
+      std::printf("    counted from its journal: %s\n", printable(p.value("rebuilt_from_journal", "")).c_str());
+    for (const json& problem : p.value("journal_problems", json::array()))
+      std::printf("    journal.jsonl %s\n", printable(problem.get<std::string>()).c_str());
   }
   std::printf("  verdicts:");
   for (auto it = m["verdicts"].begin(); it != m["verdicts"].end(); ++it)
     std::printf(" %s %lld", printable(it.key()).c_str(), static_cast<long long>(it.value().get<int64_t>()));
   std::printf("\n  findings: %zu\n", m["findings"].size());
   for (const json& f : m["findings"]) {
+    const json& evidence = f["parts"][0]["evidence"];
     std::printf("    %s  x%lld  (in %zu part(s)); first evidence: %s\n", printable(f.value("signature", "")).c_str(),
                 static_cast<long long>(f.value("count", int64_t{0})), f["parts"].size(),
-                printable(f["parts"][0].value("evidence", "")).c_str());
+                evidence.is_string() ? printable(evidence.get<std::string>()).c_str() : "(none)");
   }
   for (const json& e : m.value("extra_buckets", json::array()))
     std::printf("    %s  x%lld  (more buckets: counted, not filed)\n", printable(e.value("signature", "")).c_str(),
@@ -69,8 +74,9 @@ int cmd_fuzz_merge(int argc, char** argv) {
             "tasks of scripts/slurm/fuzz-array.sbatch, each one --shard of one case stream) into DIR/summary.json\n"
             "(schema vattn-fuzz-summary v1, docs/fuzz-files.md): totals, verdicts, coverage and ledger counts\n"
             "summed, findings merged by signature with every part's evidence listed; then DIR/report.html.\n"
-            "Parts of one seed must not have run the same case index. Every part must have stopped cleanly\n"
-            "(a task killed before its summary: `vattn fuzz --resume PART` first).");
+            "Parts of one seed must not have run the same case index. A part's journal is its record: a part\n"
+            "killed before it wrote summary.json, or after (its journal has outgrown it), is counted from its\n"
+            "journal and its findings' files, and says so. A part still running is refused.");
   args.positionals("PART_DIR...", "campaign directories", 1)
       .option("out", "DIR", "where the merged summary and report go (not a campaign directory)")
       .flag("no-report", "do not write DIR/report.html")

@@ -63,6 +63,11 @@ int main(int argc, char** argv) {
     std::printf("vattn %s\n", VATTN_VERSION);
     return 0;
   }
+  // A file-size limit (ulimit -f) would kill the process at the write that passes it (SIGXFSZ's
+  // default): ignored, that write fails with EFBIG like one on a full disk, and the command says
+  // which file could not be written (a fuzz campaign stops with exit 2 rather than lose evidence).
+  // Ignored signals stay ignored across exec: the fuzz workers inherit it.
+  std::signal(SIGXFSZ, SIG_IGN);
   for (const auto& s : kSubcommands) {
     if (std::strcmp(argv[1], s.name) == 0) {
       try {

@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "vattn/fuzz/campaign/findings.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include <sys/stat.h>
 
 #include "vattn/case/case.h"
 #include "vattn/case/fd_write.h"
@@ -59,23 +65,55 @@ int FindingStore::count_check(const std::string& check) const {
   return n;
 }
 
-Finding& FindingStore::add(const Verdict& v, const std::string& recipe) {
+namespace {
+
+// The number of a finding id or of a folder name ("001", "001-wrong"), or -1.
+int64_t number_of(const std::string& s) {
+  size_t digits = 0;
+  while (digits < s.size() && digits < 9 && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
+  if (digits == 0 || (digits < s.size() && s[digits] != '-')) return -1;
+  return std::stoll(s.substr(0, digits));
+}
+
+}  // namespace
+
+Finding& FindingStore::add(const Verdict& v, const std::string& recipe, std::string& evidence_error) {
+  evidence_error.clear();
   auto f = std::make_unique<Finding>();
-  char id[16];
-  std::snprintf(id, sizeof id, "%03zu", findings_.size() + 1);
-  f->id = id;
-  f->dir = dir_ + "/findings/" + f->id + "-" + v.verdict;
+  // Above every number in use: the journal's findings and whatever folder is there (a finding line
+  // the journal lost, another run's leftovers). mkdir, not create_directories: an existing folder
+  // is never taken over.
+  int64_t next = 0;
+  for (const auto& g : findings_) next = std::max(next, number_of(g->id));
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_ + "/findings", ec), end; !ec && it != end; it.increment(ec))
+    next = std::max(next, number_of(it->path().filename().string()));
+  for (int tries = 0;; ++tries) {
+    ++next;
+    char id[32];
+    std::snprintf(id, sizeof id, "%03lld", static_cast<long long>(next));
+    f->id = id;
+    f->dir = dir_ + "/findings/" + f->id + "-" + v.verdict;
+    if (::mkdir(f->dir.c_str(), 0755) == 0) break;
+    if (errno != EEXIST || tries >= 1000) {
+      evidence_error = "cannot create the finding folder " + f->dir + ": " + std::strerror(errno);
+      break;
+    }
+  }
   f->signature = v.signature();
   f->first = v;
+  f->first.repro.clear();  // the worker's pending file: the finding's own is repro.h5 in its folder
   f->recipe = recipe;
   f->count = 1;
-  fs::create_directories(f->dir);
-  if (!v.repro.empty() && fs::exists(v.repro)) {
-    std::error_code ec;
+  if (evidence_error.empty() && !v.repro.empty()) {
     fs::rename(v.repro, f->dir + "/repro.h5", ec);
-    if (!ec) f->repro = "repro.h5";
+    if (ec) {
+      evidence_error = "cannot move the repro " + v.repro + " into " + f->dir + ": " + ec.message();
+    } else {
+      f->repro = "repro.h5";
+    }
   }
-  save(*f);
+  if (evidence_error.empty()) evidence_error = save(*f);
   by_signature_[f->signature] = f.get();
   findings_.push_back(std::move(f));
   return *findings_.back();
@@ -84,33 +122,48 @@ Finding& FindingStore::add(const Verdict& v, const std::string& recipe) {
 Finding& FindingStore::restore(const json& line, const json* done_line, int64_t hits) {
   auto f = std::make_unique<Finding>();
   f->id = line.value("id", "");
-  f->dir = line.value("dir", "");
+  f->dir = dir_ + "/" + line.value("dir", "");
   f->signature = line.value("sig", "");
-  f->first = Verdict::from_json(line.value("first", json::object()));
+  try {
+    f->first = Verdict::from_json(line.value("first", json::object()));
+  } catch (const json::exception&) {
+    f->first = Verdict{};  // a verdict of the wrong kinds: the finding stands on its signature
+  }
+  f->first.repro.clear();
   f->recipe = line.value("recipe", "");
   f->count = hits;
+  std::error_code ec;
+  if (fs::is_symlink(f->dir, ec))
+    throw InputError(f->dir, "", "findings",
+                     "is a symbolic link; a campaign keeps its findings in its own folder, never through a link");
   std::ifstream in(f->dir + "/finding.json");
   const json saved = json::parse(in, nullptr, false);
+  // Only the names the store itself gives its files are taken from it: finding.json is not trusted
+  // to point anywhere else.
+  auto own_file = [&](const char* key, const char* name) {
+    return saved.contains(key) && saved.at(key) == name ? std::string(name) : std::string();
+  };
   if (saved.is_object()) {
-    f->repro = saved.value("repro", "");
-    f->shrunk_repro = saved.value("shrunk_repro", "");
-    if (saved.contains("investigation")) f->investigation = saved["investigation"];
+    f->repro = own_file("repro", "repro.h5");
+    f->shrunk_repro = own_file("shrunk_repro", "shrunk.h5");
+    if (saved.contains("investigation") && saved.at("investigation").is_object())
+      f->investigation = saved["investigation"];
   }
   if (done_line) {
     f->state = "done";
-    f->investigation = done_line->value("investigation", f->investigation);
+    const json inv = done_line->value("investigation", json());
+    if (inv.is_object()) f->investigation = inv;
   } else {
     f->state = "interrupted";  // the supervisor stopped while shrinking it; the first case stands
   }
   by_signature_[f->signature] = f.get();
   findings_.push_back(std::move(f));
-  save(*findings_.back());
   return *findings_.back();
 }
 
-void FindingStore::save(const Finding& f) const {
+std::string FindingStore::save(const Finding& f) const {
   const std::string why = replace_file(f.dir + "/finding.json", f.to_json(kernel_).dump(2) + "\n", Durability::kSynced);
-  if (!why.empty()) throw std::runtime_error("finding " + why);
+  return why.empty() ? "" : "finding " + f.id + ": " + why;
 }
 
 std::vector<Finding*> FindingStore::all() {

@@ -20,7 +20,7 @@ constexpr int kMaxFindingsPerCheck = 3;
 
 struct Finding {
   std::string id;   // "001"
-  std::string dir;  // DIR/findings/001-crash
+  std::string dir;  // where it is, DIR/findings/001-crash (the journal and finding.json: findings/001-crash)
   std::string signature;
   Verdict first;                        // the first case that showed it
   std::string recipe;                   // that case's recipe line
@@ -37,11 +37,18 @@ class FindingStore {
   Finding* find(const std::string& signature);
   // Findings whose signature has the check (class and check) `check`, whatever their bucket.
   int count_check(const std::string& check) const;
-  // A new finding for a failed case; moves the worker's repro (if any) into its directory.
-  Finding& add(const Verdict& v, const std::string& recipe);
-  // Restores a finding from the journal and its finding.json on --resume.
+  // A new finding for a failed case, in a folder of a number no finding has had: above every id
+  // of this campaign and every NNN- folder under findings/ (a folder that exists is never reused,
+  // whatever the journal says). Moves the worker's repro (if any) into it and writes finding.json.
+  // The finding is kept whatever happens to its evidence; what could not be written is returned
+  // ("" when all was).
+  Finding& add(const Verdict& v, const std::string& recipe, std::string& evidence_error);
+  // Restores a finding from its journal line (its "dir" made findings/NAME by read_journal) and
+  // its finding.json on --resume and for a summary rebuilt from the journal; writes nothing.
+  // InputError when its folder is a symbolic link.
   Finding& restore(const json& finding_line, const json* done_line, int64_t hits);
-  void save(const Finding& f) const;  // finding.json, written atomically (tmp + rename)
+  // finding.json, written atomically (replace_file); "" or why it could not be written.
+  [[nodiscard]] std::string save(const Finding& f) const;
   std::vector<Finding*> all();
   const std::string& kernel() const { return kernel_; }
 

@@ -38,6 +38,54 @@ Investigation::Investigation(const Verdict& first, const Recipe& recipe, bool co
   if (!confirming_ && candidates_.empty()) finish("nothing to shrink");
 }
 
+json Investigation::progress() const {
+  return {{"confirmed", confirmed_},
+          {"recipe", current_.to_line()},
+          {"steps", steps_},
+          {"runs", runs_},
+          {"next", static_cast<int64_t>(next_candidate_)}};
+}
+
+void Investigation::resume(const json& p) {
+  auto whole = [&](const char* key, int64_t max) {
+    if (!p.contains(key) || !p.at(key).is_number_integer() || p.at(key).get<int64_t>() < 0 ||
+        p.at(key).get<int64_t>() > max)
+      throw InputError("", "", std::string("shrink.") + key, "not a whole number in [0, " + std::to_string(max) + "]");
+    return p.at(key).get<int64_t>();
+  };
+  if (!p.contains("confirmed") || !p.at("confirmed").is_boolean())
+    throw InputError("", "", "shrink.confirmed", "not true or false");
+  if (!p.contains("recipe") || !p.at("recipe").is_string())
+    throw InputError("", "", "shrink.recipe", "not a recipe line");
+  const bool confirmed = p.at("confirmed").get<bool>();
+  const Recipe recipe = Recipe::parse(p.at("recipe").get<std::string>());  // InputError naming the key
+  const int64_t steps = whole("steps", 1000000), runs = whole("runs", 1000000), next = whole("next", 1000000);
+  if (!confirmed) {  // it was still confirming: it starts again, no shrink step was taken
+    if (steps != 0) throw InputError("", "", "shrink.steps", "steps taken before a confirmation");
+    runs_ = static_cast<int>(runs);
+    return;
+  }
+  confirming_ = false;
+  confirmed_ = true;
+  current_ = recipe;
+  steps_ = static_cast<int>(steps);
+  runs_ = static_cast<int>(runs);
+  candidates_ = shrinks_of(current_);
+  if (next > static_cast<int64_t>(candidates_.size()))
+    throw InputError("", "", "shrink.next",
+                     "past the " + std::to_string(candidates_.size()) + " candidates of its recipe");
+  next_candidate_ = static_cast<size_t>(next);
+  shrunk_repro_.clear();  // the caller sets the file the shrunk recipe's last failing run wrote, if it is still there
+  done_ = false;
+  if (next_candidate_ >= candidates_.size()) {
+    finish("no simpler recipe fails the same way");
+  } else if (runs_ >= limits_.max_runs) {
+    finish("run budget spent (" + std::to_string(limits_.max_runs) + " runs)");
+  }
+}
+
+void Investigation::set_shrunk_repro(const std::string& path) { shrunk_repro_ = path; }
+
 std::optional<Recipe> Investigation::next() const {
   if (done_) return std::nullopt;
   if (confirming_) return current_;

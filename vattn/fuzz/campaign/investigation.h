@@ -24,6 +24,14 @@ class Investigation {
  public:
   Investigation(const Verdict& first, const Recipe& recipe, bool confirm_first, InvestigationLimits limits);
 
+  // Where it stands, as a journal's shrink line holds it: confirmed, recipe (the shrunk one so far),
+  // steps, runs, next (the candidate of that recipe to run next).
+  json progress() const;
+  // Goes on from a progress() of an earlier run (--resume): the candidates of a recipe are the
+  // same in every run, so it picks up at the candidate it had reached. InputError (field named)
+  // when the progress is not one this investigation could have made.
+  void resume(const json& progress);
+
   // The recipe to run next; nullopt when the investigation is over.
   std::optional<Recipe> next() const;
   // The verdict of the recipe next() gave.
@@ -39,6 +47,7 @@ class Investigation {
   const std::string& stop_reason() const { return stop_reason_; }
   // The repro written by the last run that failed the same way (the shrunk case's), or "".
   const std::string& shrunk_repro() const { return shrunk_repro_; }
+  void set_shrunk_repro(const std::string& path);  // after resume(): the file of the shrunk recipe, when kept
   // Whether each run needs a fresh process (the class can take a worker down with it).
   bool fresh_process() const { return fresh_; }
 

@@ -9,7 +9,9 @@
 #include <sstream>
 
 #include "vattn/case/case.h"
+#include "vattn/fuzz/campaign/campaign_lock.h"
 #include "vattn/fuzz/campaign/journal.h"
+#include "vattn/fuzz/campaign/summary_rebuild.h"
 
 namespace vattn::fuzz {
 
@@ -30,9 +32,59 @@ void add_counts(json& into, const json& from) {
 }
 
 int64_t integer(const json& j, const char* key, const std::string& file) {
-  if (!j.contains(key) || !j.at(key).is_number_integer())
-    throw InputError(file, "", key, "missing or not a whole number");
+  if (!j.contains(key) || !j.at(key).is_number_integer() || j.at(key).get<int64_t>() < 0)
+    throw InputError(file, "", key, "missing or not a whole number >= 0");
   return j.at(key).get<int64_t>();
+}
+
+// A count read from a part's file: absent is 0; anything but a whole number >= 0 is refused.
+int64_t count_of(const json& j, const char* key, const std::string& file, const std::string& field) {
+  if (!j.is_object() || !j.contains(key)) return 0;
+  const json& v = j.at(key);
+  if (!v.is_number_integer() || v.get<int64_t>() < 0)
+    throw InputError(file, "", field, v.dump() + ": not a whole number >= 0");
+  return v.get<int64_t>();
+}
+
+// The summary's counts maps ({name: n}, nested for coverage) hold only whole numbers >= 0.
+void check_counts(const json& j, const std::string& file, const std::string& field, int depth) {
+  if (!j.is_object()) throw InputError(file, "", field, "not an object of counts");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string name = field + "." + it.key();
+    if (it.value().is_object() && depth > 0) {
+      check_counts(it.value(), file, name, depth - 1);
+    } else if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0) {
+      throw InputError(file, "", name, it.value().dump() + ": not a whole number >= 0");
+    }
+  }
+}
+
+// What the merge reads of a part's summary, checked as untrusted input.
+void check_summary(const json& s, const std::string& file) {
+  for (const char* key : {"campaign_cases", "failed", "suite_errors"}) integer(s, key, file);
+  count_of(s, "tolerated", file, "tolerated");
+  check_counts(s.value("verdicts", json::object()), file, "verdicts", 0);
+  check_counts(s.value("coverage", json::object()), file, "coverage", 1);
+  for (const char* key : {"findings", "extra_buckets", "workers"})
+    if (s.contains(key) && !s.at(key).is_array()) throw InputError(file, "", key, "not an array");
+  size_t i = 0;
+  for (const json& f : s.value("findings", json::array())) {
+    const std::string at = "findings[" + std::to_string(i++) + "]";
+    if (!f.is_object()) throw InputError(file, "", at, "not an object");
+    count_of(f, "count", file, at + ".count");
+    for (const char* key : {"id", "dir"})
+      if (f.contains(key) && !f.at(key).is_string()) throw InputError(file, "", at + "." + key, "not text");
+  }
+  i = 0;
+  for (const json& e : s.value("extra_buckets", json::array())) {
+    const std::string at = "extra_buckets[" + std::to_string(i++) + "]";
+    if (!e.is_object()) throw InputError(file, "", at, "not an object");
+    count_of(e, "count", file, at + ".count");
+  }
+  for (const json& w : s.value("workers", json::array()))
+    if (!w.is_object()) throw InputError(file, "", "workers", "an entry is not an object");
+  if (s.contains("this_run") && !s.at("this_run").is_object()) throw InputError(file, "", "this_run", "not an object");
+  if (s.contains("ledger") && !s.at("ledger").is_object()) throw InputError(file, "", "ledger", "not an object");
 }
 
 std::string text(const json& j, const char* key, const std::string& file) {
@@ -80,20 +132,35 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
   json ledger_entries = json::array();
   std::set<uint64_t> seeds;
   std::set<std::string> seen_dirs;
+  std::string kernel_identity;  // the first part's kernel: its name, or its library's digest
   double elapsed = 0;
   int64_t cases_run = 0, long_run = 0;
   for (const std::string& dir_in : part_dirs) {
     const std::string dir = fs::absolute(dir_in).lexically_normal().string();
     if (!seen_dirs.insert(dir).second) throw InputError(dir, "", "parts", "given twice");
     const std::string file = dir + "/summary.json";
-    const json s = read_summary(dir);
-    const JournalState js = read_journal(dir + "/journal.jsonl");
+    // A part still running has no final word yet: merged when it stops.
+    if (const long pid = campaign_lock_holder(dir))
+      throw InputError(dir, "", "parts", held_by_text(dir, pid) + ": it is still running; merge it once it stops");
+    // The journal is the record: a summary it has outgrown (a run after it was killed) is rebuilt.
+    JournalState js;
+    std::string note;
+    const json s = campaign_summary(dir, note, &js);
+    if (js.campaign.is_null())
+      throw InputError(dir + "/journal.jsonl", "", "parts",
+                       "missing: a merge's folder, not a campaign (merge its parts)");
+    check_summary(s, file);
     const std::string kernel = text(s, "kernel", file), budget = text(s, "budget", file);
-    const uint64_t seed = js.campaign.value("seed", uint64_t{0});
-    if (out.contains("kernel") && out["kernel"] != kernel)
+    const uint64_t seed = js.campaign.at("seed").get<uint64_t>();
+    // One kernel: the same name, or for a library the same bytes (hosts may keep it at other paths).
+    const std::string identity = s.contains("kernel_sha256") && s.at("kernel_sha256").is_string()
+                                     ? "sha256:" + s.at("kernel_sha256").get<std::string>()
+                                     : kernel;
+    if (out.contains("kernel") && kernel_identity != identity)
       throw InputError(file, "", "kernel",
                        "'" + kernel + "', but the first part fuzzes '" + out["kernel"].get<std::string>() +
                            "': merge campaigns of one kernel");
+    kernel_identity = identity;
     if (out.contains("budget") && out["budget"] != budget)
       throw InputError(file, "", "budget",
                        "'" + budget + "', but the first part's is '" + out["budget"].get<std::string>() + "'");
@@ -112,7 +179,7 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
     const int64_t cases = integer(s, "campaign_cases", file);
     for (const char* key : {"campaign_cases", "failed", "suite_errors"})
       out[key] = out[key].get<int64_t>() + integer(s, key, file);
-    out["tolerated"] = out["tolerated"].get<int64_t>() + s.value("tolerated", int64_t{0});
+    out["tolerated"] = out["tolerated"].get<int64_t>() + count_of(s, "tolerated", file, "tolerated");
     add_counts(out["verdicts"], s.value("verdicts", json::object()));
     add_counts(out["coverage"], s.value("coverage", json::object()));
     const std::string part_name = fs::path(dir).filename().string();
@@ -127,10 +194,12 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
     }
     for (const json& f : s.value("findings", json::array())) {
       const std::string sig = text(f, "signature", file);
+      // The evidence is inside the part: a finding's folder is findings/NAME, whatever a summary says.
+      const std::string fdir = confined_finding_dir(f.value("dir", ""));
       const json where{{"dir", dir},
                        {"id", f.value("id", "")},
                        {"count", f.value("count", int64_t{0})},
-                       {"evidence", dir + "/" + f.value("dir", "findings/" + f.value("id", ""))}};
+                       {"evidence", fdir.empty() ? json(nullptr) : json(dir + "/" + fdir)}};
       auto it = finding_at.find(sig);
       if (it == finding_at.end()) {
         json first = f;
@@ -160,8 +229,13 @@ json merge_campaigns(const std::vector<std::string>& part_dirs) {
         }
       }
     }
-    json part{{"dir", dir}, {"cases", cases}, {"seed", seed}, {"stopped", s.value("stopped", "")}};
+    json part{{"dir", dir},
+              {"cases", cases},
+              {"seed", seed},
+              {"stopped", s.value("stopped", json("")).is_string() ? s.value("stopped", "") : ""}};
     if (js.campaign.contains("shard")) part["shard"] = js.campaign["shard"];
+    if (!note.empty()) part["rebuilt_from_journal"] = note;
+    if (!js.problems.empty()) part["journal_problems"] = js.problems;
     out["parts"].push_back(part);
     out["merged_from"].push_back(dir);
   }

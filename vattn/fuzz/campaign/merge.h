@@ -12,9 +12,11 @@
 
 namespace vattn::fuzz {
 
-// Reads DIR/summary.json and DIR/journal.jsonl of every part and merges them. Throws InputError
-// naming the part and the field when a part is not a finished campaign, when the parts fuzz
-// different kernels or budgets, or when two parts of one seed ran the same case index.
+// Reads every part's journal and its summary (rebuilt from the journal when the journal has
+// outgrown it or there is none: summary_rebuild.h) and merges them. Throws InputError naming the
+// part and the field when a part is not a campaign or is still running, when a field read is not
+// what it must be (counts are whole numbers >= 0, shards [I, N] with 0 <= I < N), when the parts
+// fuzz different kernels or budgets, or when two parts of one seed ran the same case index.
 json merge_campaigns(const std::vector<std::string>& part_dirs);
 
 // Reads DIR/summary.json, checking its schema and version (InputError naming the file).

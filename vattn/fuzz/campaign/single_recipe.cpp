@@ -190,6 +190,10 @@ int run_single_recipe(const CampaignOptions& options, const std::string& recipe_
   std::printf("FAIL %s  %s\n  %s\n", printable(v.signature()).c_str(), recipe_line.c_str(),
               printable(v.detail).c_str());
   if (!v.repro.empty()) std::printf("  repro: %s\n", v.repro.c_str());
+  if (!v.evidence_error.empty()) {  // the failure stands (above); the evidence asked for is missing
+    std::fprintf(stderr, "vattn fuzz: --recipe: %s\n", printable(v.evidence_error).c_str());
+    return 2;
+  }
   return 1;
 }
 

@@ -30,6 +30,38 @@ void on_stop_signal(int) { g_stop_requests = g_stop_requests + 1; }
 
 }  // namespace
 
+void Supervisor::record(const json& line) {
+  if (journal_broken_) return;
+  try {
+    journal_.append(line);
+  } catch (const std::exception& e) {
+    journal_broken_ = true;
+    suite_failure(std::string("the journal cannot be written (") + e.what() + "): nothing more can be recorded");
+  }
+}
+
+void Supervisor::suite_failure(const std::string& why) {
+  if (suite_failed_) return;  // the first reason is the one that stopped it
+  suite_failed_ = true;
+  if (fatal_reason_.empty()) fatal_reason_ = why;
+  if (!stopping_) stop_reason_ = "the campaign cannot keep its record";
+  stopping_ = true;
+  // Said at once, on a terminal or not: a night's log shows it where it happened.
+  std::fprintf(stderr, "%svattn fuzz: STOPPING: %s\n", opt_.progress ? "\r\033[K" : "", printable(why).c_str());
+  std::fflush(stderr);
+  ++suite_errors_;
+  if (suite_error_list_.size() < 100) suite_error_list_.push_back({{"what", "fatal"}, {"detail", why}});
+  record({{"t", "suite-error"}, {"what", "fatal"}, {"detail", why}, {"run", run_number_}});
+}
+
+void Supervisor::note_suite_error(const std::string& what, const std::string& detail, int64_t index) {
+  ++suite_errors_;
+  json e{{"what", what}, {"detail", detail}};
+  if (index >= 0) e["index"] = index;
+  if (suite_error_list_.size() < 100) suite_error_list_.push_back(e);
+  if (index < 0) record({{"t", "suite-error"}, {"what", what}, {"detail", detail}, {"run", run_number_}});
+}
+
 std::optional<int64_t> Supervisor::next_index() {
   if (!requeue_.empty()) {
     const int64_t i = *requeue_.begin();
@@ -141,10 +173,9 @@ int Supervisor::run() {
       if (stop_at == Clock::time_point{}) stop_at = Clock::now();
       bool busy = false;
       for (Slot* s : all_slots()) {
-        if (s->inv && !fatal_reason_.empty()) s->inv.reset();
-        if (s->inv && (g_stop_requests > 0 || opt_.hours >= 0)) {
+        if (s->inv && (!fatal_reason_.empty() || g_stop_requests > 0 || opt_.hours >= 0)) {
+          // Left where it stands: its shrink lines let a --resume go on from there.
           s->inv_finding->state = "interrupted";
-          findings_->save(*s->inv_finding);
           s->inv.reset();
         }
         for (const auto& [i, f] : s->inflight)
@@ -172,29 +203,27 @@ int Supervisor::run() {
       if (i >= 0) requeue_.insert(i);  // not run: a --resume runs them
     s->proc.stop(2.0);
   }
-  for (auto& s : investigators_) s->proc.kill_group();  // nothing left to do; it may be hung in a run
-  for (auto& w : waiting_) {                            // never shrunk: the first case stands
-    w.finding->state = "interrupted";
-    findings_->save(*w.finding);
-  }
+  for (auto& s : investigators_) s->proc.kill_group();        // nothing left to do; it may be hung in a run
+  for (auto& w : waiting_) w.finding->state = "interrupted";  // never shrunk: the first case stands
   if (opt_.progress) std::fprintf(stderr, "\r\033[K");
-  if (!fatal_reason_.empty() && cases_this_run_ == 0) {
+  if (!fatal_reason_.empty() && cases_this_run_ == 0 && !suite_failed_) {
     std::fprintf(stderr, "vattn fuzz: nothing could run: %s\n", printable(fatal_reason_).c_str());
-    journal_.append({{"t", "end"}, {"run", run_number_}, {"elapsed_s", since(t0_)}, {"reason", fatal_reason_}});
+    record({{"t", "end"}, {"run", run_number_}, {"elapsed_s", since(t0_)}, {"reason", fatal_reason_}});
     // A campaign that never ran a case leaves nothing behind: the same --out works once fixed.
     // Only what this run created goes; a --resume created nothing worth removing.
     if (fresh) remove_created();
     return 2;
   }
+  for (auto* f : findings_->all())
+    if (const std::string why = findings_->save(*f); !why.empty()) suite_failure(why);
   const std::string reason = fatal_reason_.empty() ? stop_reason_ : stop_reason_ + ": " + fatal_reason_;
-  journal_.append({{"t", "end"},
-                   {"run", run_number_},
-                   {"elapsed_s", std::round(since(t0_) * 10) / 10},
-                   {"reason", reason},
-                   {"cases", cases_total_}});
+  record({{"t", "end"},
+          {"run", run_number_},
+          {"elapsed_s", std::round(since(t0_) * 10) / 10},
+          {"reason", reason},
+          {"cases", cases_total_}});
   journal_.sync();
-  for (auto* f : findings_->all()) findings_->save(*f);
-  write_summary(reason);
+  if (const std::string why = write_summary(reason); !why.empty()) suite_failure(why);
   std::fputs(summary_text(reason).c_str(), stdout);
   if (opt_.report) {
     std::fflush(stdout);
@@ -210,6 +239,11 @@ int Supervisor::run() {
   std::printf("vattn fuzz: %lld cases, %zu finding%s%s%s\n", static_cast<long long>(cases_total_ - not_run), n,
               n == 1 ? "" : "s", also.c_str(), fatal_reason_.empty() ? "" : " (stopped early)");
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) return 2;
+  if (suite_failed_) {
+    // Whatever it found: a campaign that lost part of its record is not a result to trust.
+    std::fprintf(stderr, "vattn fuzz: STOPPED, exit 2: %s\n", printable(fatal_reason_).c_str());
+    return 2;
+  }
   if (!fatal_reason_.empty() && n == 0) return 2;
   return n > 0 ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,12 @@ struct CampaignOptions {
   bool report = true;     // write DIR/report.html at the end (campaign/report_runner.h)
   std::string self_exe;   // the vattn binary (workers are `vattn fuzz-worker ...`)
   std::string argv_line;  // the command as typed, for the journal
+  // The run options given on the command line (their names, "workers", "case-timeout", ...):
+  // --resume takes the others from the journal (campaign/run_options.h).
+  std::set<std::string> given;
+  // --resume loads a revision library whose bytes differ from the ones the campaign recorded (or
+  // that it recorded none of): refused unless this is set (--allow-changed-kernel).
+  bool allow_changed_kernel = false;
 };
 
 // Exit code: 0 nothing found, 1 findings, 2 usage or nothing could run. A crash or hang that a fresh

@@ -88,7 +88,8 @@ struct Slot {
   // Seconds the investigator was busy (a run in flight, or a worker starting) in this investigation:
   // its share and --max-shrink-seconds count these.
   double busy_s = 0;
-  int64_t runs = 0;                                                // investigation runs, over the campaign
+  double busy_before_s = 0;  // busy seconds of this investigation in earlier runs (--resume)
+  int64_t runs = 0;          // investigation runs, over the campaign
   std::deque<std::pair<Clock::time_point, int64_t>> rate_samples;  // (when, cases): the progress line's rate
   // statistics
   int64_t cases = 0, long_cases = 0, respawns = 0;
@@ -105,6 +106,9 @@ class Supervisor {
  private:
   // setup
   void open_campaign();
+  void resume_campaign();                      // supervisor_resume.cpp
+  void resume_kernel(const JournalState& st);  // the library it will load, checked against its record
+  void resume_findings(const JournalState& st);
   // --out: refuses a folder that is neither new, nor empty (its lock file aside), and takes it.
   void claim_new_folder();
   // Makes a directory of the campaign; remembered when this run created it.
@@ -129,9 +133,22 @@ class Supervisor {
   void fuzz_outcome(Slot& s, const InFlight& f, Verdict& v);
   void resource_outcome(Slot& s, const InFlight& f, const Verdict& v);
   void investigation_outcome(Slot& s, const InFlight& f, const Verdict& v);
+  void record_shrink(const Slot& s);  // the investigation's progress, for a resume
+  // Appends a journal line. A journal that cannot be written stops the campaign (suite_failure):
+  // the campaign's record is lost from there on, so nothing more is run.
+  void record(const json& line);
+  // The suite cannot keep its record or its evidence (a full disk, a file-size limit): the campaign
+  // says why at once (stderr, the journal, the summary) and stops, exit 2, whatever it found.
+  void suite_failure(const std::string& why);
+  // A suite error (a recipe that does not generate, a worker gone outside the code under test):
+  // counted and listed with its reason; `index` >= 0 for a case (its case line says why), else a
+  // suite-error line is journaled.
+  void note_suite_error(const std::string& what, const std::string& detail, int64_t index);
   // Tells every ready worker that `signature` (a ledger pattern when `pattern`) has its evidence.
   void tell_known(const std::string& signature, bool pattern);
-  void start_investigation(Slot& s, Finding& f, const Verdict& v, const std::string& recipe);
+  // `progress`: a shrink line of an earlier run to go on from (null: from the first case).
+  void start_investigation(Slot& s, Finding& f, const Verdict& v, const std::string& recipe,
+                           const json& progress = json());
   void start_waiting_investigations();
   void finish_investigation(Slot& s);
   void account(Clock::time_point now);            // busy seconds of investigators, stream spans
@@ -147,7 +164,7 @@ class Supervisor {
   void progress_line(bool force);
   void say(const std::string& line);  // a line above the progress line (terminal only)
   void tick();
-  void write_summary(const std::string& reason);
+  std::string write_summary(const std::string& reason);  // "" or why summary.json could not be written
   std::string summary_text(const std::string& reason) const;
 
   CampaignOptions opt_;
@@ -182,6 +199,7 @@ class Supervisor {
     Finding* finding;
     Verdict first;
     std::string recipe;
+    json progress;  // its last shrink line, when it resumes one
   };
   std::deque<Waiting> waiting_;  // new findings whose slot was busy shrinking another
   // Resource errors (verdict "resource", worker starts that found no descriptors or memory):
@@ -195,6 +213,12 @@ class Supervisor {
   std::string stop_reason_;
   bool fatal_usage_ = false;
   std::string fatal_reason_;
+  std::string kernel_sha256_;              // the revision library's digest, as loaded ("" for other kernels)
+  bool kernel_accepted_ = false;           // --allow-changed-kernel took a library the journal did not record
+  bool suite_failed_ = false;              // suite_failure(): exit 2
+  bool journal_broken_ = false;            // the journal could not be appended to: no more lines are tried
+  json journal_problems_ = json::array();  // lines of the journal --resume skipped ("line N: why")
+  json suite_error_list_ = json::array();  // the campaign's suite errors, the first 100: {index, what, detail}
   double time_target_s_ = 0, time_oracle_s_ = 0;
   std::map<std::string, std::pair<int64_t, double>>
       class_rate_;  // class -> (cases, seconds in code under test + oracle)

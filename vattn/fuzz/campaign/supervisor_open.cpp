@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Opening a campaign: a new directory (the journal's campaign and run lines, and mix.json with
-// --mix-from), or one resumed from its journal (stream, totals, coverage, findings and the
-// ledger's counts carried over; a finding whose shrinking was cut short is investigated again).
+// Opening a new campaign: a new or empty folder claimed, the journal's campaign and run lines
+// (the kernel pinned, the run options recorded), and mix.json with --mix-from. Resuming one is
+// supervisor_resume.cpp.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
 
+#include "vattn/fuzz/campaign/kernel_identity.h"
 #include "vattn/fuzz/campaign/mix_file.h"
+#include "vattn/fuzz/campaign/run_options.h"
 #include "vattn/fuzz/campaign/supervisor_internal.h"
 
 namespace vattn::fuzz::supervisor_detail {
@@ -71,89 +73,7 @@ void Supervisor::remove_created() {
 
 void Supervisor::open_campaign() {
   if (!opt_.resume_dir.empty()) {
-    dir_ = opt_.resume_dir;
-    // One supervisor per campaign: the journal is read once the lock says no other one appends to it.
-    std::error_code ec;
-    if (fs::is_directory(dir_, ec) && fs::exists(dir_ + "/journal.jsonl", ec))
-      lock_ = CampaignLock::acquire(dir_, "--resume");
-    // What the campaign writes is its own: a link planted in its place is refused before any work.
-    for (const char* name :
-         {"journal.jsonl", "summary.json", "mix.json", "report.html", "findings", "workers", "pending"})
-      if (fs::is_symlink(dir_ + "/" + name, ec))
-        throw InputError(dir_ + "/" + name, "", "--resume",
-                         "is a symbolic link; a campaign writes its files in its own folder, never through a link");
-    const JournalState st = read_journal(dir_ + "/journal.jsonl");
-    const json& c = st.campaign;
-    if (!opt_.kernel.empty() && opt_.kernel != c.value("kernel", "")) {
-      throw InputError(
-          dir_, "", "--kernel",
-          "this campaign fuzzes '" + c.value("kernel", "") + "'; --resume keeps its kernel (leave --kernel out)");
-    }
-    opt_.kernel = c.value("kernel", "");
-    StreamConfig sc;
-    sc.seed = c.value("seed", uint64_t{1});
-    sc.budget = c.value("budget", "large");
-    sc.device_variants = c.value("device_variants", false);
-    sc.plan_variants = c.value("plan_variants", false);
-    if (c.contains("mix") && !c.at("mix").is_null()) {
-      // The table is the stream's: mix.json in the campaign folder, as the journal recorded it.
-      mix_ = c.at("mix");
-      const std::string digest = mix_.is_object() && mix_.contains("digest") && mix_.at("digest").is_string()
-                                     ? mix_.at("digest").get<std::string>()
-                                     : "";
-      if (digest.empty())
-        throw InputError(dir_ + "/journal.jsonl", "", "mix.digest",
-                         "missing: the campaign line must name mix.json's digest");
-      sc.mix = std::make_shared<const MixTable>(load_mix_file(dir_ + "/mix.json", digest));
-    }
-    stream_ = std::make_unique<CaseStream>(sc);
-    if (opt_.cases < 0) opt_.cases = c.value("cases", int64_t{-1});
-    if (c.contains("shard")) {
-      opt_.shard_index = c.at("shard").at(0).get<int64_t>();
-      opt_.shard_count = c.at("shard").at(1).get<int64_t>();
-    }
-    done_ = st.done;
-    by_verdict_ = st.by_verdict;
-    by_class_ = st.by_class;
-    cases_total_ = static_cast<int64_t>(done_.size());
-    // Failed: the target's verdicts; a recipe that did not generate and a case not run for want of
-    // a resource are the suite's.
-    for (const auto& [v, n] : by_verdict_)
-      if (v != "pass" && v != "input-error" && v != "resource") failed_total_ += n;
-    resource_errors_ = st.resource_errors;
-    resource_retried_ = st.resource_retried;
-    // Tolerated cases (the ledger) are failed cases that are not raised: counted apart.
-    for (const auto& [sig, n] : st.tolerated) {
-      tolerated_total_ += n;
-      failed_total_ -= n;
-      ledger_.tolerate(sig, opt_.kernel, n);
-    }
-    extra_ = st.extra;
-    earlier_seconds_ = st.seconds;
-    run_number_ = st.runs + 1;
-    journal_.open_append(dir_ + "/journal.jsonl");
-    findings_ = std::make_unique<FindingStore>(dir_, opt_.kernel);
-    for (const auto& fl : st.findings) {
-      const std::string id = fl.value("id", "");
-      auto it = st.finding_done.find(id);
-      auto hit = st.hits.find(id);
-      Finding& f = findings_->restore(fl, it == st.finding_done.end() ? nullptr : &it->second,
-                                      hit == st.hits.end() ? 0 : hit->second);
-      if (f.state == "interrupted") {  // its shrinking was cut short: start it again from the first case
-        f.state = "investigating";
-        waiting_.push_back({&f, f.first, f.recipe});
-      }
-    }
-    if (opt_.cases < 0 && opt_.hours < 0) opt_.hours = 8;
-    // Coverage is campaign-wide: the recipes of the cases already run come back from the stream.
-    for (int64_t i : done_) coverage_.add(stream_->at(i), 0);
-    journal_.append({{"t", "run"},
-                     {"run", run_number_},
-                     {"started", utc_now()},
-                     {"resumed", true},
-                     {"argv", opt_.argv_line},
-                     {"done_before", cases_total_},
-                     {"ledger", opt_.ledger}});
+    resume_campaign();
     return;
   }
   dir_ = opt_.out_dir;
@@ -190,6 +110,14 @@ void Supervisor::open_campaign() {
       std::fprintf(stderr, "vattn fuzz: --mix-from: skipped %s\n", printable(s).c_str());
   }
   stream_ = std::make_unique<CaseStream>(sc);
+  // A revision library is pinned: its absolute path (the workers load that, from any working
+  // directory, at every resume) and its bytes' SHA-256 (a resume checks it).
+  std::string sha256;
+  if (is_kernel_library(opt_.kernel)) {
+    opt_.kernel = absolute_library_path(opt_.kernel);
+    sha256 = sha256_of_file(opt_.kernel, "--kernel");
+    kernel_sha256_ = sha256;
+  }
   journal_.create(dir_ + "/journal.jsonl");
   created_.push_back(dir_ + "/journal.jsonl");
   json campaign{{"t", "campaign"},
@@ -203,6 +131,7 @@ void Supervisor::open_campaign() {
                 {"cases", opt_.cases},
                 {"created", utc_now()},
                 {"generator", std::string("vattn ") + VATTN_VERSION}};
+  if (!sha256.empty()) campaign["kernel_sha256"] = sha256;
   if (opt_.shard_given) campaign["shard"] = {opt_.shard_index, opt_.shard_count};
   if (!mix_.is_null()) campaign["mix"] = mix_;
   journal_.append(campaign);
@@ -211,7 +140,8 @@ void Supervisor::open_campaign() {
                    {"started", utc_now()},
                    {"resumed", false},
                    {"argv", opt_.argv_line},
-                   {"ledger", opt_.ledger}});
+                   {"ledger", opt_.ledger},
+                   {"options", run_options_json(opt_)}});
   journal_.sync();
   findings_ = std::make_unique<FindingStore>(dir_, opt_.kernel);
 }

@@ -47,7 +47,7 @@ void Supervisor::resource_outcome(Slot& s, const InFlight& f, const Verdict& v) 
   } else {
     line["i"] = f.index;
   }
-  journal_.append(line);
+  record(line);
   const std::string which =
       investigating ? "a run of finding " + line["finding"].get<std::string>() : "case " + std::to_string(f.index);
   if (retry) {
@@ -76,17 +76,23 @@ void Supervisor::resource_outcome(Slot& s, const InFlight& f, const Verdict& v) 
 }
 
 void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
+  // A case journaled already (its verdict came twice) is settled: counted once, never again.
+  if (!done_.insert(f.index).second) {
+    if (!v.repro.empty()) fs::remove(v.repro);
+    return;
+  }
+  const std::string why = v.check + (v.detail.empty() ? "" : ": " + v.detail);
   if (v.verdict == "input-error") {
     // A recipe of the stream that does not generate, or asks the target for what it cannot do
-    // (run parameters beyond it), is a bug of the suite, not of the kernel.
-    ++suite_errors_;
+    // (run parameters beyond it), is a bug of the suite, not of the kernel: named in the journal
+    // (the case line's why) and the summary.
+    note_suite_error("input-error", why, f.index);
     say("[" + s.label + "] case " + std::to_string(f.index) + " could not be " +
         (v.check == "run parameters" ? "run as described: " : "generated: ") + printable(v.detail));
   }
   // A case given up for want of a resource is journaled (its index is settled) but did not run:
   // no rate, time or coverage of it.
   const bool not_run = v.verdict == "resource";
-  done_.insert(f.index);
   ++cases_total_;
   const std::string& cls = f.family;
   ++by_verdict_[v.verdict];
@@ -111,6 +117,7 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
   json line{{"t", "case"}, {"i", f.index}, {"v", v.verdict}, {"c", cls}, {"s", std::round(v.total_s * 1e4) / 1e4},
             {"g", s.label}};
   if (v.device_error) line["e"] = v.device_error;
+  if (v.verdict == "input-error" || not_run) line["why"] = why;
   Finding* finding = nullptr;
   if (v.failed() && v.verdict != "input-error" && !not_run) {
     const std::string sig = v.signature();
@@ -119,7 +126,7 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
       if (!v.repro.empty()) fs::remove(v.repro);
       line["sig"] = sig;
       line["k"] = "ledger";
-      journal_.append(line);
+      record(line);
       return;
     }
     ++failed_total_;
@@ -136,24 +143,39 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
       if (!v.repro.empty()) fs::remove(v.repro);
       line["sig"] = sig;
       line["k"] = "extra";
-      journal_.append(line);
+      record(line);
       return;
     }
     if (finding) {
       ++finding->count;
       if (!v.repro.empty()) fs::remove(v.repro);
     } else {
-      finding = &findings_->add(v, f.recipe);
+      std::string lost;
+      finding = &findings_->add(v, f.recipe, lost);
+      if (lost.empty()) lost = v.evidence_error;
       new_this_run_.insert(finding);
       tell_known(finding->signature, false);
-      journal_.append({{"t", "finding"},
-                       {"id", finding->id},
-                       {"sig", finding->signature},
-                       {"dir", finding->dir},
-                       {"recipe", f.recipe},
-                       {"first", v.to_json()},
-                       {"run", run_number_},
-                       {"elapsed_s", std::round(since(t0_) * 10) / 10}});
+      record({{"t", "finding"},
+              {"id", finding->id},
+              {"sig", finding->signature},
+              {"dir", "findings/" + fs::path(finding->dir).filename().string()},
+              {"recipe", f.recipe},
+              {"first", finding->first.to_json()},
+              {"run", run_number_},
+              {"elapsed_s", std::round(since(t0_) * 10) / 10}});
+      if (!lost.empty()) {
+        // A new finding whose evidence could not be written (a full disk): the case stays a failure
+        // and the finding stays filed (its lines say so), and the campaign stops, exit 2, naming why.
+        // Evidence of a signature filed already is not needed: a case of one is only counted.
+        finding->state = "interrupted";
+        line["evidence_error"] = lost;
+        line["sig"] = finding->signature;
+        line["f"] = finding->id;
+        record(line);
+        suite_failure("the evidence of finding " + finding->id + " (case " + std::to_string(f.index) +
+                      ") could not be written: " + lost);
+        return;
+      }
       say("FINDING " + finding->id + " " + printable(finding->signature) + " on case " + std::to_string(f.index) +
           " (" + s.label + "): " + printable(f.recipe) + (v.detail.empty() ? "" : "\n    " + printable(v.detail)) +
           "\n    -> " + finding->dir);
@@ -162,7 +184,7 @@ void Supervisor::fuzz_outcome(Slot& s, const InFlight& f, Verdict& v) {
     line["sig"] = finding->signature;
     line["f"] = finding->id;
   }
-  journal_.append(line);
+  record(line);
 }
 
 void Supervisor::tell_known(const std::string& signature, bool pattern) {
@@ -172,9 +194,10 @@ void Supervisor::tell_known(const std::string& signature, bool pattern) {
     if (s->ready && s->proc.command_fd() >= 0) send_message(s->proc.command_fd(), m);
 }
 
-void Supervisor::start_investigation(Slot& s, Finding& f, const Verdict& v, const std::string& recipe) {
+void Supervisor::start_investigation(Slot& s, Finding& f, const Verdict& v, const std::string& recipe,
+                                     const json& progress) {
   if (s.inv) {  // this investigator is busy with another one: this one waits for a free one
-    waiting_.push_back({&f, v, recipe});
+    waiting_.push_back({&f, v, recipe, progress});
     return;
   }
   InvestigationLimits lim;
@@ -184,8 +207,33 @@ void Supervisor::start_investigation(Slot& s, Finding& f, const Verdict& v, cons
   s.inv_finding = &f;
   s.inv_started = Clock::now();
   s.busy_s = 0;
+  s.busy_before_s = 0;
   s.inv_resource_tries = 0;
   s.respawn_before_next = false;
+  if (progress.is_object()) {
+    // Where an earlier run left it (its shrink line). A line this investigation could not have
+    // written is said and the investigation starts from the first case.
+    try {
+      s.inv->resume(progress);
+      const json busy = progress.value("busy_s", json(0.0));
+      if (busy.is_number() && std::isfinite(busy.get<double>()) && busy.get<double>() >= 0)
+        s.busy_before_s = busy.get<double>();
+      const std::string repro =
+          progress.contains("repro") && progress.at("repro").is_string() ? progress.at("repro").get<std::string>() : "";
+      const std::string file = dir_ + "/" + repro;
+      std::error_code ec;
+      if (repro.rfind("pending/", 0) == 0 && repro.find('/', 8) == std::string::npos &&
+          fs::symlink_status(file, ec).type() == fs::file_type::regular)
+        s.inv->set_shrunk_repro(file);
+      std::fprintf(stderr, "vattn fuzz: finding %s: its shrinking goes on from step %d (%d runs so far)\n",
+                   f.id.c_str(), s.inv->steps(), s.inv->runs());
+    } catch (const InputError& e) {
+      std::fprintf(stderr,
+                   "vattn fuzz: %s/journal.jsonl: finding %s's last shrink line: %s; its shrinking starts again\n",
+                   printable(dir_).c_str(), f.id.c_str(), printable(e.what()).c_str());
+      s.inv = std::make_unique<Investigation>(v, Recipe::parse(recipe), takes_worker_down(v.verdict), lim);
+    }
+  }
   // The confirmation of a crash class runs in a fresh process; check_health starts one when none runs.
   if (s.inv->fresh_process()) s.proc.kill_group();
 }
@@ -197,12 +245,16 @@ void Supervisor::start_waiting_investigations() {
     if (iv->inv) continue;
     const Waiting w = waiting_.front();
     waiting_.pop_front();
-    start_investigation(*iv, *w.finding, w.first, w.recipe);
+    start_investigation(*iv, *w.finding, w.first, w.recipe, w.progress);
   }
 }
 
 void Supervisor::investigation_outcome(Slot& s, const InFlight& f, const Verdict& v) {
   if (!s.inv) return;
+  if (!v.evidence_error.empty()) {
+    suite_failure("a run of finding " + s.inv_finding->id + " could not write its evidence: " + v.evidence_error);
+    return;
+  }
   const std::string before = s.inv->shrunk_repro();
   s.inv->feed(v);
   // Keep only the repro of the latest shrink step that failed the same way.
@@ -211,6 +263,21 @@ void Supervisor::investigation_outcome(Slot& s, const InFlight& f, const Verdict
   if (!v.repro.empty() && v.repro != now) fs::remove(v.repro, ec);
   if (before != now && before.find("/pending/") != std::string::npos) fs::remove(before, ec);
   (void)f;
+  record_shrink(s);
+}
+
+void Supervisor::record_shrink(const Slot& s) {
+  // Where the investigation stands, after each of its runs: a resume goes on from here, so a
+  // campaign stopped every few seconds still finishes its shrinking.
+  const Investigation& inv = *s.inv;
+  const std::string repro = inv.shrunk_repro();
+  const std::string pending = dir_ + "/pending/";
+  json line = inv.progress();
+  line["t"] = "shrink";
+  line["id"] = s.inv_finding->id;
+  line["busy_s"] = std::round((s.busy_before_s + s.busy_s) * 100) / 100;
+  line["repro"] = repro.rfind(pending, 0) == 0 ? "pending/" + repro.substr(pending.size()) : "";
+  record(line);
 }
 
 void Supervisor::finish_investigation(Slot& s) {
@@ -218,6 +285,8 @@ void Supervisor::finish_investigation(Slot& s) {
   Investigation& inv = *s.inv;
   const std::string shrunk = inv.shrunk().to_line();
   if (f.state == "investigating") {
+    // A file that cannot be moved or copied is written again below, by a worker; that failing too
+    // stops the campaign (repro-done with an error).
     std::error_code ec;
     if (inv.steps() > 0 && inv.shrunk_repro().find("/pending/") != std::string::npos) {
       fs::rename(inv.shrunk_repro(), f.dir + "/shrunk.h5", ec);
@@ -242,10 +311,10 @@ void Supervisor::finish_investigation(Slot& s) {
                      {"shrink_steps", inv.steps()},
                      {"runs", inv.runs()},
                      {"seconds", std::round(since(s.inv_started) * 10) / 10},
-                     {"busy_seconds", std::round(s.busy_s * 10) / 10},
+                     {"busy_seconds", std::round((s.busy_before_s + s.busy_s) * 10) / 10},
                      {"stop_reason", inv.stop_reason()}};
-  findings_->save(f);
-  journal_.append({{"t", "finding-done"}, {"id", f.id}, {"investigation", f.investigation}});
+  if (const std::string why = findings_->save(f); !why.empty()) suite_failure(why);
+  record({{"t", "finding-done"}, {"id", f.id}, {"investigation", f.investigation}});
   const std::string line =
       "FINDING " + f.id + " shrunk in " + std::to_string(inv.steps()) + " steps (" + std::to_string(inv.runs()) +
       " runs" + (inv.confirmed() ? "" : ", NOT confirmed in a fresh worker: no finding") + "): " + printable(shrunk) +

@@ -121,12 +121,12 @@ void Supervisor::spawn(Slot& s) {
     ++s.startup_failures;
     s.not_before = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
                                       kResourceBackoffS * (1 << std::min(s.startup_failures, 4))));
-    journal_.append({{"t", "resource"},
-                     {"g", s.label},
-                     {"attempt", s.startup_failures},
-                     {"what", e.resource()},
-                     {"detail", std::string("worker start: ") + e.what()},
-                     {"then", "retry"}});
+    record({{"t", "resource"},
+            {"g", s.label},
+            {"attempt", s.startup_failures},
+            {"what", e.resource()},
+            {"detail", std::string("worker start: ") + e.what()},
+            {"then", "retry"}});
     say("[" + s.label + "] cannot start a worker (" + printable(e.what()) + "); trying again");
     return;
   }
@@ -197,7 +197,7 @@ bool Supervisor::investigator_yields(const Slot& s) const {
 void Supervisor::dispatch_investigation(Slot& s) {
   if (!s.inv || !s.ready || s.proc.command_fd() < 0) return;
   if (!s.inflight.empty() || s.repro_waiting) return;  // one run at a time
-  if (!s.inv->done() && s.busy_s > opt_.max_shrink_seconds) s.inv->out_of_time();
+  if (!s.inv->done() && s.busy_before_s + s.busy_s > opt_.max_shrink_seconds) s.inv->out_of_time();
   if (!s.inv->done() && s.inv->fresh_process() && s.respawn_before_next) {
     if (investigator_yields(s)) return;
     spawn(s);  // a fresh process for each run of a class that can take a worker down
@@ -209,7 +209,9 @@ void Supervisor::dispatch_investigation(Slot& s) {
     f.index = s.inv_next_index--;
     f.recipe = r->to_line();
     f.work = recipe_work(*r);
-    const std::string repro = dir_ + "/pending/shrink" + std::to_string(-f.index) + ".h5";
+    // Named by run too: a resumed investigation may go on from a file an earlier run left here.
+    const std::string repro =
+        dir_ + "/pending/r" + std::to_string(run_number_) + "-shrink" + std::to_string(-f.index) + ".h5";
     send_message(s.proc.command_fd(),
                  {{"op", "case"}, {"index", f.index}, {"recipe", f.recipe}, {"repro", repro}, {"force_repro", true}});
     s.inflight[f.index] = f;
@@ -303,7 +305,9 @@ void Supervisor::handle(Slot& s, const json& m) {
     outcome(s, f, v);
   } else if (ev == "repro-done") {
     s.repro_waiting = false;
-    if (m.contains("error")) say("[" + s.label + "] repro not written: " + printable(m.value("error", "")));
+    if (m.contains("error"))  // a finding without its evidence: the campaign cannot go on as if it had it
+      suite_failure("a repro file of finding " + (s.inv_finding ? s.inv_finding->id : std::string("?")) +
+                    " could not be written: " + m.value("error", std::string("?")));
   }
 }
 
@@ -349,7 +353,10 @@ void Supervisor::worker_gone(Slot& s, const std::string& how, const std::string&
   }
   if (!blamed) {
     if (!others.empty()) {
-      ++suite_errors_;
+      note_suite_error("worker ended outside the code under test",
+                       how + "; " + std::to_string(others.size()) + " case(s) went back to the stream; log: " + dir_ +
+                           "/workers/" + s.label + ".log",
+                       -1);
       say("[" + s.label + "] worker ended outside the code under test (" + how + "); " + std::to_string(others.size()) +
           " case(s) go back to the stream; log: " + dir_ + "/workers/" + s.label + ".log");
     }

@@ -100,8 +100,9 @@ void Supervisor::tick() {
   for (const auto& iv : investigators_)
     if (iv->inv) inv.push_back(iv->inv_finding->id);
   if (!inv.empty()) line["investigating"] = inv;
-  journal_.append(line);
-  for (auto* f : findings_->all()) findings_->save(*f);  // counts
+  record(line);
+  for (auto* f : findings_->all())  // counts
+    if (const std::string why = findings_->save(*f); !why.empty()) suite_failure(why);
 }
 
 std::string Supervisor::summary_text(const std::string& reason) const {
@@ -122,6 +123,17 @@ std::string Supervisor::summary_text(const std::string& reason) const {
   if (tolerated_total_ > 0) os << "; " << tolerated_total_ << " tolerated (ledger)";
   if (opt_.shard_count > 1) os << "; shard " << opt_.shard_index << "/" << opt_.shard_count;
   os << "\n";
+  if (suite_failed_) os << "  STOPPED: " << printable(fatal_reason_) << "\n";
+  size_t listed_errors = 0;
+  for (const json& err : suite_error_list_) {
+    if (++listed_errors > 10) {
+      os << "    ... (summary.json: suite_error_list)\n";
+      break;
+    }
+    os << "    suite error: " << (err.contains("index") ? "case " + err.at("index").dump() + ": " : std::string())
+       << printable(err.value("what", "")) << ": " << printable(err.value("detail", "")) << "\n";
+  }
+  for (const auto& p : journal_problems_) os << "    journal: " << printable(p.get<std::string>()) << " (skipped)\n";
   if (!mix_.is_null())
     os << "  mix: " << mix_.value("share_percent", 0) << "% of the cases shaped like the " << mix_.value("cases", 0)
        << " captured case(s) of " << printable(mix_.value("from", "")) << " (" << mix_.value("shapes", 0) << " shapes, "
@@ -230,7 +242,7 @@ std::string Supervisor::summary_text(const std::string& reason) const {
   return os.str();
 }
 
-void Supervisor::write_summary(const std::string& reason) {
+std::string Supervisor::write_summary(const std::string& reason) {
   json j{
       {"schema", "vattn-fuzz-summary"},
       {"version", 1},
@@ -281,8 +293,14 @@ void Supervisor::write_summary(const std::string& reason) {
   if (!ledger_.path().empty()) j["ledger"] = ledger_.to_json();
   if (opt_.shard_count > 1 || opt_.shard_index > 0) j["shard"] = {opt_.shard_index, opt_.shard_count};
   if (!mix_.is_null()) j["mix"] = mix_;
-  const std::string why = replace_file(dir_ + "/summary.json", j.dump(2) + "\n", Durability::kSynced);
-  if (!why.empty()) throw InputError(dir_ + "/summary.json", "", "summary", why);
+  j["suite_error_list"] = suite_error_list_;
+  if (!kernel_sha256_.empty()) j["kernel_sha256"] = kernel_sha256_;
+  j["suite_failure"] = suite_failed_ ? json(fatal_reason_) : json(nullptr);
+  if (!journal_problems_.empty()) j["journal_problems"] = journal_problems_;
+  // The journal as it stands with this summary: a reader takes the summary as current only while
+  // the journal is this long (a later run that was killed leaves it longer; summary_rebuild.h).
+  j["journal"] = {{"bytes", journal_.bytes()}};
+  return replace_file(dir_ + "/summary.json", j.dump(2) + "\n", Durability::kSynced);
 }
 
 }  // namespace vattn::fuzz::supervisor_detail

@@ -94,6 +94,7 @@ json Verdict::to_json() const {
   if (!oracle.empty()) j["oracle"] = oracle;
   if (!bucket.empty()) j["bucket"] = bucket;
   if (!repro.empty()) j["repro"] = repro;
+  if (!evidence_error.empty()) j["evidence_error"] = evidence_error;
   if (device_error) j["device_error"] = device_error;
   j["target_s"] = target_s;
   j["oracle_s"] = oracle_s;
@@ -110,6 +111,7 @@ Verdict Verdict::from_json(const json& j) {
   v.oracle = j.value("oracle", std::string());
   v.bucket = j.value("bucket", std::string());
   v.repro = j.value("repro", std::string());
+  v.evidence_error = j.value("evidence_error", std::string());
   v.device_error = j.value("device_error", uint32_t{0});
   v.target_s = j.value("target_s", 0.0);
   v.oracle_s = j.value("oracle_s", 0.0);

@@ -56,7 +56,10 @@ struct Verdict : testbed::Verdict {
   Verdict(const testbed::Verdict& v)
       : testbed::Verdict(v) {}  // NOLINT(google-explicit-constructor): a judgement is a verdict
   int64_t index = -1;
-  std::string repro;                               // path of the repro the worker wrote, or ""
+  std::string repro;  // path of the repro the worker wrote, or ""
+  // Why the repro that was asked for could not be written (a full disk, a file-size limit), or "".
+  // The verdict stands whatever happened to its evidence: a failed check stays a failure.
+  std::string evidence_error;
   double target_s = 0, oracle_s = 0, total_s = 0;  // time in the code under test, in the oracle, start to verdict
   // The finding's identity: one bug hit ten thousand times is one signature. Class and check
   // ("wrong: vs oracle"), then, when the check has one, " @ " and where the errors sit

@@ -42,6 +42,7 @@ SUMMARY_VERSION = 1
 # summary.json fields this report reads, with the JSON type each must have where present.
 SUMMARY_FIELDS = {
     "kernel": str, "seed": int, "budget": str, "campaign": str, "stopped": str, "this_run": dict,
+    "journal_problems": list,
     "campaign_cases": int, "failed": int, "suite_errors": int, "verdicts": dict, "coverage": dict,
     "workers": list, "findings": list, "ledger": dict, "tolerated": int, "shard": list,
     "merged_from": list, "parts": list, "extra_buckets": list,
@@ -281,14 +282,21 @@ class Campaign:
         return self.cases / self.elapsed if self.elapsed > 0 else 0.0
 
 
-def load_campaign(directory):
-    """Reads DIR's summary and journal (or, for a merged summary, the parts' journals)."""
+def load_campaign(directory, summary_path=None):
+    """Reads DIR's summary and journal (or, for a merged summary, the parts' journals). SUMMARY_PATH,
+    when given, is the summary to use instead of DIR/summary.json: the one `vattn report` rebuilt from
+    the journal when the journal has outgrown DIR/summary.json (a run killed after it was written)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise InputError(directory, "no such directory")
-    summary = read_summary(directory / "summary.json")
+    summary = read_summary(Path(summary_path) if summary_path else directory / "summary.json")
     part_dirs = merged_part_dirs(summary)
     journals, notes = {}, []
+    if summary.get("rebuilt_from_journal") is True:
+        notes.append("counted from the journal: summary.json is missing or older than journal.jsonl "
+                     "(a run that did not stop cleanly); the workers' statistics are not known")
+    for problem in summary.get("journal_problems") or []:
+        notes.append(f"journal.jsonl {problem} (skipped)")
     if not part_dirs:
         journals["campaign"] = read_journal(directory / "journal.jsonl")
     for part_dir in part_dirs:
@@ -859,6 +867,9 @@ def parse_args(argv):
     parser.add_argument("--compare", metavar="DIR_B", help="a second campaign to set beside DIR")
     parser.add_argument("--out", metavar="FILE", help="where to write the page (default: DIR/report.html)")
     parser.add_argument("--title", metavar="TEXT", help="the page's title (default: the kernel and seed)")
+    parser.add_argument("--summary", metavar="FILE", help="use this summary of DIR instead of DIR/summary.json "
+                        "(vattn report passes one rebuilt from the journal when the journal has outgrown it)")
+    parser.add_argument("--compare-summary", metavar="FILE", help="the same for DIR_B")
     return parser.parse_args(argv)
 
 
@@ -883,8 +894,8 @@ def main(argv):
     """Reads the campaign(s), writes the page, says where; 2 with one line on stderr for bad input."""
     args = parse_args(argv)
     try:
-        campaign = load_campaign(args.directory)
-        other = load_campaign(args.compare) if args.compare else None
+        campaign = load_campaign(args.directory, args.summary)
+        other = load_campaign(args.compare, args.compare_summary) if args.compare else None
     except InputError as error:
         print(f"morning_report: {error}", file=sys.stderr)
         return 2

@@ -207,10 +207,9 @@ class GpuTarget : public Target {
     return [&c, obs, target, dc](const ReproRequest& repro) {
       testbed::Outcome o = testbed::verify(c, *obs, target);
       Verdict v = o.verdict;
-      if (repro.wanted(v)) {
-        testbed::write_evidence(c, *obs, o, repro.path, target, v.signature() + ": " + v.detail);
-        v.repro = repro.path;
-      }
+      repro.write(v, [&](const std::string& path) {
+        testbed::write_evidence(c, *obs, o, path, target, v.signature() + ": " + v.detail);
+      });
       return v;
     };
   }

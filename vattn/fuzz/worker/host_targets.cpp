@@ -168,11 +168,9 @@ class HostReference : public Target {
     return [this, &c, result, out, lse](const ReproRequest& repro) {
       const Reference ref = oracle_fp64(c);
       Verdict v = testbed::compare_verdict(c, {&ref, result.get(), testbed::kOracleFp64}, *out, *lse, name_);
-      if (repro.wanted(v)) {
-        testbed::write_repro_file(c, repro.path, name_, &ref, testbed::kOracleFp64, out.get(), lse.get(),
-                                  v.signature());
-        v.repro = repro.path;
-      }
+      repro.write(v, [&](const std::string& path) {
+        testbed::write_repro_file(c, path, name_, &ref, testbed::kOracleFp64, out.get(), lse.get(), v.signature());
+      });
       return v;
     };
   }

@@ -27,6 +27,10 @@ struct ReproRequest {
   std::string path;  // "" = write none
   std::function<bool(const std::string& signature)> known;
   bool wanted(const Verdict& v) const { return v.failed() && !path.empty() && !(known && known(v.signature())); }
+  // Writes v's evidence to `path` with `write_file` when wanted. The verdict is decided already:
+  // a write that fails (a full disk, a file-size limit) leaves it as it is and says why in
+  // v.evidence_error (the supervisor stops the campaign on it); v.repro names a file written whole.
+  void write(Verdict& v, const std::function<void(const std::string& path)>& write_file) const;
 };
 
 using Check = std::function<Verdict(const ReproRequest& repro)>;

@@ -199,6 +199,18 @@ class ReadyQueue {
 
 }  // namespace
 
+void ReproRequest::write(Verdict& v, const std::function<void(const std::string& path)>& write_file) const {
+  if (!wanted(v)) return;
+  try {
+    write_file(path);
+    v.repro = path;
+  } catch (const std::exception& e) {
+    // The judgement stands; a half-written file is no evidence.
+    v.evidence_error = std::string("the repro file ") + path + " could not be written: " + e.what();
+    std::remove(path.c_str());
+  }
+}
+
 int worker_main(const WorkerOptions& options, const GpuTargetFactory& gpu_factory) {
   Reporter report;
   std::unique_ptr<Target> target;
