@@ -27,6 +27,7 @@ rm -rf "$stage" && mkdir -p "$stage/build"
 (cd "$build" && find . -type f -perm -u+x \( -name 'vattn*' -o -name '*.so' \) ! -path '*/CMakeFiles/*' -print0 |
   xargs -0 -I{} cp --parents {} "$stage/build/")
 cp "$build"/ptxas-report*.txt "$stage/build/" 2>/dev/null || true
+cp -r "$build/share" "$stage/build/"  # the morning report generator, found beside the vattn binary
 echo "$build" > "$stage/build/ORIGINAL_BUILD_DIR"
 echo "$root" > "$stage/build/ORIGINAL_SOURCE_DIR"
 du -sh "$stage"

@@ -46,13 +46,10 @@ stray=$(find "$prefix/include" -name '*.h' ! -path "$prefix/include/vattn/*/*" |
 [ -z "$stray" ] || fail "headers outside include/vattn/<area>/: $stray"
 
 echo "== no installed file names the source or the build tree"
-# Two known exceptions are printed, not failed, each until the code that needs it changes:
-#  - the report generator's build-tree fallback, compiled in by vattn/fuzz/campaign/CMakeLists.txt
-#    (VATTN_REPORT_SCRIPT);
-#  - in a CUDA build, the line tables of the device code (-lineinfo, which compute-sanitizer and the
-#    profilers map back to source lines) name each .cu source's folder as nvcc saw it, and nvcc has
-#    no prefix map for them: a folder of .cu/.cuh files, nothing more.
-known="$src/vattn/fuzz/report/morning_report"  # .py: the compiler may store the literal in pieces
+# One known exception is printed, not failed, until the code that needs it changes: in a CUDA
+# build, the line tables of the device code (-lineinfo, which compute-sanitizer and the profilers
+# map back to source lines) name each .cu source's folder as nvcc saw it, and nvcc has no prefix
+# map for them: a folder of .cu/.cuh files, nothing more.
 device_line_dir() {  # PATH: a folder of CUDA sources in the source tree?
   local rel
   rel=$(realpath -m "$1")
@@ -66,7 +63,7 @@ bad=() noted=()
 while IFS= read -r hit; do
   [ -n "$hit" ] || continue
   file=${hit%%:*} path=${hit#*:}
-  if [ "$file" = ./bin/vattn ] && { [[ $path == "$known"* ]] || device_line_dir "$path"; }; then
+  if [ "$file" = ./bin/vattn ] && device_line_dir "$path"; then
     noted+=("$path")
   else
     bad+=("$hit")

@@ -8,10 +8,6 @@
 #include <cstdlib>
 #include <filesystem>
 
-#ifndef VATTN_REPORT_SCRIPT
-#define VATTN_REPORT_SCRIPT ""
-#endif
-
 namespace vattn::fuzz {
 
 namespace fs = std::filesystem;
@@ -19,9 +15,11 @@ namespace fs = std::filesystem;
 std::string report_script(const std::string& self_exe) {
   if (const char* env = std::getenv("VATTN_REPORT_SCRIPT"); env != nullptr && *env != '\0') return env;
   std::error_code ec;
-  const fs::path installed = fs::path(self_exe).parent_path() / ".." / "share" / "vattn" / "morning_report.py";
-  if (fs::exists(installed, ec)) return installed.lexically_normal().string();
-  if (fs::exists(VATTN_REPORT_SCRIPT, ec)) return VATTN_REPORT_SCRIPT;
+  const fs::path dir = fs::path(self_exe).parent_path();
+  // Installed: PREFIX/bin/vattn and PREFIX/share/vattn; a build tree: BUILD/vattn and BUILD/share/vattn.
+  for (const fs::path& p :
+       {dir / ".." / "share" / "vattn" / "morning_report.py", dir / "share" / "vattn" / "morning_report.py"})
+    if (fs::exists(p, ec)) return p.lexically_normal().string();
   return "";
 }
 
