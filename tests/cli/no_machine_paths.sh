@@ -2,7 +2,7 @@
 # usage: no_machine_paths.sh VATTN SOURCE_DIR
 # No committed case file (fixtures/, fixtures/regressions/, captured_tensors/) names a path of the
 # machine it was made on: `vattn info` shows each file's source, notes and recipes, and none may hold
-# an absolute path (/tmp/w/..., /work/main/.device/...). Where SOURCE_DIR is a git checkout, no
+# an absolute path (/tmp/w/..., /home/me/vattn/.device/...). Where SOURCE_DIR is a git checkout, no
 # committed file names the checkout's own path either (a generator that wrote it would be caught).
 set -uo pipefail
 [ $# -eq 2 ] || { echo "usage: no_machine_paths.sh VATTN SOURCE_DIR" >&2; exit 2; }
