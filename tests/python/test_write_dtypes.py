@@ -24,6 +24,7 @@ usage: test_write_dtypes.py --vattn PATH/TO/vattn --root REPO
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -288,7 +289,8 @@ def main():
         vattn.write(path, vattn.Header(source="synthetic:uniform"), [with_bf16(c, as_f32) for c in fixture.cases],
                     convert=True)
         p = subprocess.run([a.vattn, "replay", path], capture_output=True, text=True)
-        check(p.returncode == 0 and "1 passed, 0 failed" in p.stdout,
+        # Where a GPU is, replay also runs the default revision: more passes, still none failed.
+        check(p.returncode == 0 and re.search(r"\b[1-9]\d* passed, 0 failed", p.stdout) is not None,
               f"a fixture's cases given as float32 with convert=True replay with vattn (exit {p.returncode})"
               + ("" if p.returncode == 0 else f":\n{p.stdout}{p.stderr}"))
 
