@@ -33,7 +33,7 @@ import threading
 import numpy as np
 
 from . import __version__
-from .capture_sink import CaptureWarning, CaseSink, case_bytes
+from .capture_sink import CaptureWarning, CaseSink, QueuedWriter, case_bytes
 from .casefile import Case, CaseFileError, Output
 from .dtypes import bf16_bits
 from .validate import validate
@@ -115,7 +115,7 @@ def _bf16_dtype_ok(x):
     return (dt.kind == "u" and dt.itemsize == 2) or dt.name == "bfloat16"
 
 
-class Capture:
+class Capture(QueuedWriter):
     """Decides which calls to capture, snapshots them and writes them on a writer thread.
 
     out_dir: where the files go (created). steps, layers: which to capture (None: all).
@@ -289,22 +289,12 @@ class Capture:
         return v.shape[-1] == D_V and np.shares_memory(k, v) and np.array_equal(k[..., :D_V], v)
 
     # ---- the writer's side -----------------------------------------------------------------
-    def _write_loop(self):
-        while True:
-            snap = self._queue.get()
-            if snap is None:
-                return
-            self._write_one(snap)
+    def _handle(self, job):
+        self._write_one(job)
 
     def drain(self):
         """Writes what is queued, on the calling thread (for start_writer=False)."""
-        while True:
-            try:
-                snap = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if snap is not None:
-                self._write_one(snap)
+        self._handle_queued()
 
     def case_of(self, snap):
         """The case a snapshot becomes (host copies happen here)."""

@@ -16,6 +16,7 @@ graph recorder, shadow mode).
 import contextlib
 import datetime
 import os
+import queue
 import threading
 import warnings
 
@@ -65,6 +66,31 @@ def _unclaim(path):
         st = os.lstat(path)
         if st.st_size == 0 and not os.path.islink(path):
             os.unlink(path)
+
+
+class QueuedWriter:
+    """The writer side every capturer shares: jobs in `self._queue` (a queue.Queue the subclass
+    makes; None stops the loop) handled one at a time by `self._handle(job)`, either on a writer
+    thread running `_write_loop` or on the calling thread by `_handle_queued` (start_writer=False)."""
+
+    def _handle(self, job):
+        raise NotImplementedError
+
+    def _write_loop(self):
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            self._handle(job)
+
+    def _handle_queued(self):
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None:
+                self._handle(job)
 
 
 class CaseSink:

@@ -44,7 +44,7 @@ import torch
 
 from . import __version__
 from .abi_case import case_from_abi
-from .capture_sink import FILE_OVERHEAD, CaseSink
+from .capture_sink import FILE_OVERHEAD, CaseSink, QueuedWriter
 from .casefile import CaseFileError, Output
 
 M32 = 0xFFFFFFFF
@@ -88,7 +88,7 @@ def _bits(t):
     return t.view(torch.int16).numpy().view(np.uint16)
 
 
-class Recorder:
+class Recorder(QueuedWriter):
     """Records chosen verify-attention calls into device ring slots, graph-safe; drains them to
     case files. The limits are the plan's (a vattn.torch Plan's limit_dict(), or for_plan());
     max_kv_tokens caps the prefix tokens of one call (sum of P_b) that a slot holds; slots: the
@@ -429,22 +429,12 @@ class Recorder:
         return None
 
     # ---- the writer ------------------------------------------------------------------------------------
-    def _write_loop(self):
-        while True:
-            job = self._queue.get()
-            if job is None:
-                return
-            self._write_one(job)
+    def _handle(self, job):
+        self._write_one(job)
 
     def write_pending(self):
         """Writes what drain() queued, on the calling thread (for start_writer=False)."""
-        while True:
-            try:
-                job = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if job is not None:
-                self._write_one(job)
+        self._handle_queued()
 
     def _write_one(self, job):
         site = job.site

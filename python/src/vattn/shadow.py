@@ -37,7 +37,7 @@ import torch
 
 from . import __version__, torch_tolerance
 from .abi_case import case_from_abi
-from .capture_sink import CaptureWarning, CaseSink, case_bytes
+from .capture_sink import CaptureWarning, CaseSink, QueuedWriter, case_bytes
 from .casefile import CaseFileError, Output
 
 REFERENCE = "reference"
@@ -61,7 +61,7 @@ def _bits(t):
     return t.detach().cpu().contiguous().view(torch.int16).numpy().view(np.uint16)
 
 
-class Shadow:
+class Shadow(QueuedWriter):
     """See the module docstring. layers: None or the layers to shadow; sample_rate in [0, 1];
     seed: the sampler's (random.Random) seed; tol: torch_tolerance.Tolerance. The caps and the
     header fields are the capture hook's; the files' source is "capture:shadow"."""
@@ -172,22 +172,12 @@ class Shadow:
         return True
 
     # ---- the writer --------------------------------------------------------------------------------------
-    def _write_loop(self):
-        while True:
-            job = self._queue.get()
-            if job is None:
-                return
-            self._judge_one(job)
+    def _handle(self, job):
+        self._judge_one(job)
 
     def write_pending(self):
         """Judges and writes what is queued, on the calling thread (for start_writer=False)."""
-        while True:
-            try:
-                job = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if job is not None:
-                self._judge_one(job)
+        self._handle_queued()
 
     def _judge_one(self, job):
         where = f"call {job.call} layer {job.layer}"
