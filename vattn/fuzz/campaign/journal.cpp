@@ -311,4 +311,13 @@ JournalState read_journal(const std::string& path) {
   return s;
 }
 
+StreamConfig stream_config_of(const json& campaign) {
+  StreamConfig sc;
+  sc.seed = campaign.at("seed").get<uint64_t>();
+  sc.budget = campaign.at("budget").get<std::string>();
+  sc.device_variants = campaign.value("device_variants", false);
+  sc.plan_variants = campaign.value("plan_variants", false);
+  return sc;
+}
+
 }  // namespace vattn::fuzz

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "vattn/fuzz/gen/case_stream.h"
 #include "vattn/fuzz/protocol/protocol.h"
 
 namespace vattn::fuzz {
@@ -102,6 +103,10 @@ struct JournalState {
 // Reads a journal; InputError naming the file (and line and field) when it is missing, is not a
 // vattn fuzz journal, or names a campaign or a finding directory that cannot be.
 JournalState read_journal(const std::string& path);
+
+// The case stream's settings a campaign line records (seed, budget, the device and plan
+// variants); the mix table lives in mix.json beside the journal and is the caller's to load.
+StreamConfig stream_config_of(const json& campaign);
 
 // A finding directory as a journal line gives it, made relative to the campaign: "findings/NAME"
 // (NAME like 001-wrong); a journal written before relative paths gave it as typed, which is read

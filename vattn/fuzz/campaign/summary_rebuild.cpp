@@ -26,11 +26,7 @@ bool summary_is_current(const json& summary, const std::string& journal_path) {
 json summary_from_journal(const std::string& dir, const JournalState& st) {
   const json& c = st.campaign;
   const std::string kernel = st.kernel_library.empty() ? c.at("kernel").get<std::string>() : st.kernel_library;
-  StreamConfig sc;
-  sc.seed = c.at("seed").get<uint64_t>();
-  sc.budget = c.at("budget").get<std::string>();
-  sc.device_variants = c.value("device_variants", false);
-  sc.plan_variants = c.value("plan_variants", false);
+  StreamConfig sc = stream_config_of(c);
   if (c.contains("mix") && !c.at("mix").is_null()) {
     const json& mix = c.at("mix");
     if (!mix.is_object() || !mix.contains("digest") || !mix.at("digest").is_string())

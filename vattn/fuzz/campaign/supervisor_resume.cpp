@@ -92,11 +92,7 @@ void Supervisor::resume_campaign() {
   if (!opt_.given.count("cases")) opt_.cases = c.value("cases", int64_t{-1});
   for (const std::string& line : reuse_run_options(st.options, path + ":" + std::to_string(st.options_line), opt_))
     std::fprintf(stderr, "vattn fuzz: --resume: %s\n", printable(line).c_str());
-  StreamConfig sc;
-  sc.seed = c.at("seed").get<uint64_t>();
-  sc.budget = c.at("budget").get<std::string>();
-  sc.device_variants = c.value("device_variants", false);
-  sc.plan_variants = c.value("plan_variants", false);
+  StreamConfig sc = stream_config_of(c);
   if (c.contains("mix") && !c.at("mix").is_null()) {
     // The table is the stream's: mix.json in the campaign folder, as the journal recorded it.
     mix_ = c.at("mix");
