@@ -48,13 +48,18 @@ stray=$(find "$prefix/include" -name '*.h' ! -path "$prefix/include/vattn/*/*" |
 echo "== no installed file names the source or the build tree"
 # One known exception is printed, not failed, until the code that needs it changes: in a CUDA
 # build, the line tables of the device code (-lineinfo, which compute-sanitizer and the profilers
-# map back to source lines) name each .cu source's folder as nvcc saw it, and nvcc has no prefix
-# map for them: a folder of .cu/.cuh files, nothing more.
-device_line_dir() {  # PATH: a folder of CUDA sources in the source tree?
+# map back to source lines) and nvcc's module registration name each .cu source, or its folder, as
+# nvcc saw it, and nvcc has no prefix map for them: a .cu/.cuh file or a folder of them, nothing more.
+device_line_dir() {  # PATH: a CUDA source in the source tree, or a folder of them?
   local rel
   rel=$(realpath -m "$1")
   rel=${rel#"$src/"}
-  [ "$rel" != "$(realpath -m "$1")" ] && [ -d "$src/$rel" ] && compgen -G "$src/$rel/*.cu*" >/dev/null
+  [ "$rel" != "$(realpath -m "$1")" ] || return 1
+  if [ -f "$src/$rel" ]; then
+    [[ $rel == *.cu || $rel == *.cuh ]]
+  else
+    [ -d "$src/$rel" ] && compgen -G "$src/$rel/*.cu*" >/dev/null
+  fi
 }
 # shellcheck disable=SC2001  # one substitution over a class of characters: sed says it plainest
 re_escape() { sed 's/[][\.*^$+?(){}|]/\\&/g' <<<"$1"; }
