@@ -16,7 +16,7 @@
 #               equals the journal's case lines that carry its id, and is > 1
 #   clean       host:bf16-reference: exit 0, no findings, every case line "pass", summary.json
 #   unconfirmed host:faulty:crash-once@T=17 (a crash on a recipe's first run only): the crash's
-#               directory is written, but the fresh worker's re-run passes: not confirmed, no finding,
+#               directory is written, but the three fresh workers' re-runs pass: not confirmed, no finding,
 #               exit 0; the summary lists it as unconfirmed and the closing line says so
 #   stop        host:faulty:wrong@H=3, --cases 100000 --stop-after-findings 1: the campaign stops
 #               once its finding is confirmed and shrunk (exit 1), long before the 100000 cases
@@ -180,7 +180,7 @@ d = sys.argv[1]
 f = json.load(open(glob.glob(d + "/findings/001-crash/finding.json")[0]))
 s = json.load(open(d + "/summary.json"))
 inv = f.get("investigation") or {}
-ok = inv.get("confirmed") is False and inv.get("stop_reason", "").startswith("not confirmed: a fresh worker") \
+ok = inv.get("confirmed") is False and inv.get("stop_reason", "").startswith("not confirmed: not repeated: 3 fresh run(s)") \
     and s.get("unconfirmed") == ["001"]
 print(("ok: " if ok else "FAIL: ") + f"not confirmed: {inv.get('stop_reason')}; summary unconfirmed {s.get('unconfirmed')}")
 sys.exit(0 if ok else 1)

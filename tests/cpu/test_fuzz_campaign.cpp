@@ -137,21 +137,45 @@ TEST_CASE("fuzz campaign: a crash is confirmed in a fresh process first, then sh
   CHECK(inv.stop_reason() == "no simpler recipe fails the same way");
 }
 
-TEST_CASE("fuzz campaign: a crash that a fresh process does not repeat is not confirmed and not shrunk",
+TEST_CASE("fuzz campaign: a crash that fresh processes do not repeat is not confirmed and not shrunk",
           "[fuzz-campaign]") {
-  SECTION("the re-run passes") {
+  SECTION("every re-run passes: three fresh runs, then no finding") {
     Investigation inv(failing("crash", "signal 11 (SIGSEGV)"), Recipe::parse(kStart), true, InvestigationLimits{});
-    CHECK(drive(inv, [](const Recipe&) { return passing(); }) == 1);
+    CHECK(drive(inv, [](const Recipe& r) {
+            CHECK(r.to_line() == Recipe::parse(kStart).to_line());  // each confirmation run is the first recipe
+            return passing();
+          }) == 3);
     CHECK_FALSE(inv.confirmed());
     CHECK(inv.steps() == 0);
     CHECK(inv.shrunk().to_line() == Recipe::parse(kStart).to_line());
-    CHECK(inv.stop_reason() == "not confirmed: a fresh worker running the same recipe gave a pass");
+    CHECK(inv.stop_reason() == "not confirmed: not repeated: 3 fresh run(s) of the same recipe, the last a pass");
   }
-  SECTION("the re-run fails another way") {
+  SECTION("resource errors are no repetition either") {
     Investigation inv(failing("hang", "deadline passed"), Recipe::parse(kStart), true, InvestigationLimits{});
-    CHECK(drive(inv, [](const Recipe&) { return failing("crash", "signal 6 (SIGABRT)"); }) == 1);
+    CHECK(drive(inv, [](const Recipe&) { return failing("resource", "device memory"); }) == 3);
     CHECK_FALSE(inv.confirmed());
-    CHECK(inv.stop_reason() == "not confirmed: a fresh worker running the same recipe gave crash: signal 6 (SIGABRT)");
+  }
+}
+
+TEST_CASE("fuzz campaign: a timing-dependent fault is confirmed by any failure of the same recipe", "[fuzz-campaign]") {
+  SECTION("the second fresh run fails another way: confirmed, and shrunk by the first signature") {
+    Investigation inv(failing("hang", "deadline passed"), Recipe::parse(kStart), true, InvestigationLimits{});
+    int run = 0;
+    drive(inv, [&run](const Recipe& r) {
+      ++run;
+      if (run == 1) return passing();
+      if (run == 2) return failing("crash", "signal 6 (SIGABRT)");
+      return has_draft(r, 17) ? failing("hang", "deadline passed") : passing();
+    });
+    CHECK(inv.confirmed());
+    CHECK(inv.confirmation() == "repeated as crash: signal 6 (SIGABRT) in fresh run 2 of 3");
+    CHECK(starts_with(inv.shrunk().to_line(), "B=1 H=1 P=[0] T=[17] "));
+  }
+  SECTION("the first fresh run repeats it") {
+    Investigation inv(failing("crash", "signal 11 (SIGSEGV)"), Recipe::parse(kStart), true, InvestigationLimits{});
+    inv.feed(failing("crash", "signal 11 (SIGSEGV)"));
+    CHECK(inv.confirmed());
+    CHECK(inv.confirmation() == "repeated in fresh run 1 of 3");
   }
 }
 
@@ -159,7 +183,8 @@ TEST_CASE("fuzz campaign: an investigation stops at its run and time budgets", "
   InvestigationLimits lim;
   lim.max_runs = 3;
   Investigation inv(failing("crash", "signal 11 (SIGSEGV)"), Recipe::parse(kStart), true, lim);
-  CHECK(drive(inv, [](const Recipe&) { return passing(); }) == 1);  // not confirmed: ends before the budget
+  CHECK(drive(inv, [](const Recipe&) { return passing(); }) == 3);  // not confirmed after its three fresh runs
+  CHECK_FALSE(inv.confirmed());
   Investigation busy(failing("wrong", "vs oracle_fp64"), Recipe::parse(kStart), false, lim);
   CHECK(drive(busy, [](const Recipe&) { return passing(); }) == 3);
   CHECK(busy.runs() == 3);

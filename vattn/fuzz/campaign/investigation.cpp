@@ -26,6 +26,10 @@ std::vector<Recipe> shrinks_of(const Recipe& r) {
 }
 }  // namespace
 
+// A failure of the code under test, as opposed to a pass or the suite's own trouble (a resource it
+// could not get, an input it could not use).
+bool fails_the_code(const Verdict& v) { return v.failed() && v.verdict != "resource" && v.verdict != "input-error"; }
+
 bool takes_worker_down(const std::string& verdict) {
   return verdict == "crash" || verdict == "hang" || verdict == "died";
 }
@@ -102,15 +106,29 @@ void Investigation::feed(const Verdict& outcome) {
   ++runs_;
   const bool same = same_failure(signature_, outcome.signature());
   if (confirming_) {
-    confirming_ = false;
-    confirmed_ = same;
-    if (!same) {
-      finish("not confirmed: a fresh worker running the same recipe gave " +
-             (outcome.failed() ? outcome.signature() : std::string("a pass")));
+    // A fault that depends on timing (a race, a barrier some threads skip) may not come back on
+    // the next run, or come back as another class: a hang once, a crash or a wrong answer the
+    // next time. So the same recipe gets several fresh runs, and any failure of the code under
+    // test repeats the finding; only runs that all pass leave it unconfirmed.
+    ++confirm_runs_;
+    const std::string of =
+        " in fresh run " + std::to_string(confirm_runs_) + " of " + std::to_string(limits_.confirm_runs);
+    if (fails_the_code(outcome)) {
+      confirming_ = false;
+      confirmed_ = true;
+      confirmation_ = (same ? "repeated" : "repeated as " + outcome.signature()) + of;
+      candidates_ = shrinks_of(current_);
+      next_candidate_ = 0;
+    } else if (confirm_runs_ < limits_.confirm_runs && runs_ < limits_.max_runs) {
+      return;  // the same recipe again, in a fresh worker
+    } else {
+      confirming_ = false;
+      confirmed_ = false;
+      confirmation_ = "not repeated: " + std::to_string(confirm_runs_) + " fresh run(s) of the same recipe, the last " +
+                      (outcome.failed() ? outcome.signature() : std::string("a pass"));
+      finish("not confirmed: " + confirmation_);
       return;
     }
-    candidates_ = shrinks_of(current_);
-    next_candidate_ = 0;
   } else if (same) {
     current_ = candidates_[next_candidate_];
     if (!outcome.repro.empty()) shrunk_repro_ = outcome.repro;

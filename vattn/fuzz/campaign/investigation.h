@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// What happens to a new finding: confirm it (a crash or hang is re-run in a fresh worker first),
+// What happens to a new finding: confirm it (a crash or hang is re-run in a fresh worker first, up
+// to confirm_runs times; any failure of the code under test repeats it),
 // then shrink it with the recipe shrinks of vattn/fuzz/gen/gen_recipe.cpp, in their order: take the first
 // candidate that fails with the same signature (bucket included: a candidate that fails elsewhere
 // is another bug; same_failure() in protocol.h), start again from it, stop when none does or a
@@ -18,6 +19,7 @@ namespace vattn::fuzz {
 struct InvestigationLimits {
   int max_runs = 400;        // candidate runs, the confirmation included
   double max_seconds = 900;  // wall time (checked by the supervisor through out_of_time)
+  int confirm_runs = 3;      // fresh runs of the first recipe before a crash or hang counts as not repeated
 };
 
 class Investigation {
@@ -42,6 +44,9 @@ class Investigation {
   const std::string& signature() const { return signature_; }
   const Recipe& shrunk() const { return current_; }
   bool confirmed() const { return confirmed_; }
+  // How the confirmation went, e.g. "repeated as crash: ... in fresh run 2 of 3" ("" before it ends
+  // or when there was none).
+  const std::string& confirmation() const { return confirmation_; }
   int steps() const { return steps_; }
   int runs() const { return runs_; }
   const std::string& stop_reason() const { return stop_reason_; }
@@ -58,9 +63,9 @@ class Investigation {
   std::vector<Recipe> candidates_;
   size_t next_candidate_ = 0;
   bool confirming_, confirmed_, fresh_, done_ = false;
-  int steps_ = 0, runs_ = 0;
+  int steps_ = 0, runs_ = 0, confirm_runs_ = 0;
   InvestigationLimits limits_;
-  std::string stop_reason_, shrunk_repro_;
+  std::string stop_reason_, shrunk_repro_, confirmation_;
 };
 
 // Classes whose runs end the worker (or may): each of their runs gets a fresh process.

@@ -307,6 +307,7 @@ void Supervisor::finish_investigation(Slot& s) {
   }
   f.state = "done";
   f.investigation = {{"confirmed", inv.confirmed()},
+                     {"confirmation", inv.confirmation()},
                      {"shrunk_recipe", shrunk},
                      {"shrink_steps", inv.steps()},
                      {"runs", inv.runs()},
