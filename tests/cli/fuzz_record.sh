@@ -25,6 +25,12 @@
 #             value the command line would refuse is an error naming the line and the field.
 #   hostile   campaign-line fields (shard [0,0] and [3,2], seed, cases, budget) and summary counts
 #             that cannot be: --resume and fuzz-merge exit 2 naming the file and the field.
+#   readers   the campaign's own files replaced by what no campaign writes: journal.jsonl and
+#             summary.json as a FIFO (no writer: an unbounded wait before), finding.json as a link
+#             to /dev/zero (endless), summary.json nested 100000 deep, a journal line of 2 MiB:
+#             within seconds, --resume exits 2 naming the file; fuzz-merge says why it cannot use
+#             summary.json and counts from the journal (the finding: exit 1); the long line is
+#             reported by its number and skipped.
 #   preempt   a campaign with a hang to shrink, killed (kill -9) every 5 s and resumed: the case
 #             count grows, the shrinking goes on from where it was (its runs never go back), and
 #             the campaign finishes with the finding shrunk.
@@ -333,6 +339,39 @@ hostile)
     run "merge$k" "$vattn" fuzz-merge --no-report --out "$tmp/m$k" "$h"
     want_rc "merge$k" 2 && has "merge$k" err "$h/summary.json"
   done
+  ;;
+readers)
+  fuzz base --kernel host:faulty:wrong@H=3 "${small[@]}" --cases 12 --seed 1 --out "$d"
+  want_rc base 1
+  fins=("$d"/findings/*/)
+  [ -f "${fins[0]}finding.json" ] || fail "the base campaign has no finding.json"
+  # within SECONDS NAME ARGS...: run with a deadline (a read that blocks would hang the test).
+  within() {
+    local secs=$1 name=$2
+    shift 2
+    run "$name" timeout "$secs" "$@"
+    [ "$rc" -ne 124 ] || fail "$name: still running after $secs s (a read blocked)"
+  }
+  h=$tmp/fifo-journal && cp -r "$d" "$h" && rm "$h/journal.jsonl" && mkfifo "$h/journal.jsonl"
+  within 20 resume-fifo "$vattn" fuzz --resume "$h" --no-report
+  want_rc resume-fifo 2 && has resume-fifo err "journal.jsonl" && has resume-fifo err "not a regular file"
+  h=$tmp/fifo-summary && cp -r "$d" "$h" && rm "$h/summary.json" && mkfifo "$h/summary.json"
+  within 20 merge-fifo "$vattn" fuzz-merge --no-report --out "$tmp/m-fifo" "$h"
+  want_rc merge-fifo 1 && has merge-fifo out "counted from its journal: summary.json cannot be used" &&
+    has merge-fifo out "is not a regular file"
+  h=$tmp/zero-finding && cp -r "$d" "$h" && fins=("$h"/findings/*/) &&
+    rm "${fins[0]}finding.json" && ln -s /dev/zero "${fins[0]}finding.json"
+  within 20 resume-zero "$vattn" fuzz --resume "$h" --no-report
+  want_rc resume-zero 2 && has resume-zero err "finding.json" && has resume-zero err "not a regular file"
+  h=$tmp/deep-summary && cp -r "$d" "$h" &&
+    python3 -c "import sys; open(sys.argv[1], 'w').write('[' * 100000 + ']' * 100000)" "$h/summary.json"
+  within 20 merge-deep "$vattn" fuzz-merge --no-report --out "$tmp/m-deep" "$h"
+  want_rc merge-deep 1 && has merge-deep out "summary.json cannot be used" && has merge-deep out "nested deeper than 64"
+  h=$tmp/long-line && cp -r "$d" "$h" &&
+    python3 -c "import sys; open(sys.argv[1], 'a').write('{\"t\":\"note\",\"x\":\"' + 'y' * (2 << 20) + '\"}\n')" \
+      "$h/journal.jsonl"
+  within 20 merge-long "$vattn" fuzz-merge --no-report --out "$tmp/m-long" "$h"
+  want_rc merge-long 1 && has merge-long out "longer than 1048576 bytes: skipped"
   ;;
 preempt)
   "$vattn" fuzz --kernel host:faulty:hang@P=77 --budget small --case-timeout 2 --heartbeat-timeout 5 --no-report \

@@ -13,10 +13,17 @@
 
 #include "vattn/case/case.h"
 #include "vattn/case/fd_write.h"
+#include "vattn/case/file_read.h"
+#include "vattn/fuzz/protocol/json_read.h"
 
 namespace vattn::fuzz {
 
 namespace fs = std::filesystem;
+
+namespace {
+// A finding.json holds one finding's lines and recipes: kilobytes.
+constexpr uint64_t kMaxFindingJsonBytes = uint64_t{16} << 20;
+}  // namespace
 
 std::string FindingStore::rerun_command(const std::string& kernel, const std::string& recipe) {
   return "vattn fuzz --kernel " + shell_quote(kernel) + " --recipe " + shell_quote(recipe);
@@ -136,8 +143,13 @@ Finding& FindingStore::restore(const json& line, const json* done_line, int64_t 
   if (fs::is_symlink(f->dir, ec))
     throw InputError(f->dir, "", "findings",
                      "is a symbolic link; a campaign keeps its findings in its own folder, never through a link");
-  std::ifstream in(f->dir + "/finding.json");
-  const json saved = json::parse(in, nullptr, false);
+  // A finding killed before its finding.json was written has none; one that is there is read as
+  // untrusted: a regular file of bounded size (a FIFO or /dev/zero put there is refused), JSON of
+  // bounded depth.
+  const std::string saved_path = f->dir + "/finding.json";
+  const json saved = fs::exists(fs::symlink_status(saved_path, ec))
+                         ? parse_json_bounded<json>(read_input_file(saved_path, kMaxFindingJsonBytes, "finding.json"))
+                         : json(json::value_t::discarded);
   // Only the names the store itself gives its files are taken from it: finding.json is not trusted
   // to point anywhere else.
   auto own_file = [&](const char* key, const char* name) {

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 
 #include <fcntl.h>
@@ -14,6 +16,8 @@
 #include <unistd.h>
 
 #include "vattn/case/case.h"
+#include "vattn/case/file_read.h"
+#include "vattn/fuzz/protocol/json_read.h"
 
 namespace vattn::fuzz {
 
@@ -103,6 +107,31 @@ namespace {
 constexpr int64_t kMaxCases = int64_t{1} << 40;   // --cases
 constexpr int64_t kMaxShards = int64_t{1} << 20;  // --shard I/N
 constexpr size_t kMaxProblems = 20;
+// Far above any journal a campaign writes (a line is a few hundred bytes; a month of cases is a
+// few GiB), and what a hostile file may make vattn read.
+constexpr uint64_t kMaxJournalBytes = uint64_t{64} << 30;
+constexpr size_t kMaxJournalLine = size_t{1} << 20;
+
+// One line of `f` into `line`, its newline dropped; false at the end of the file. `torn`: it ended
+// at the end of the file without a newline (a writer killed mid-line). A line longer than
+// kMaxJournalLine is read to its end but not kept (`too_long`): memory stays bounded.
+bool next_line(FILE* f, std::string& line, bool& torn, bool& too_long) {
+  line.clear();
+  torn = too_long = false;
+  int c;
+  bool any = false;
+  while ((c = std::getc(f)) != EOF) {
+    any = true;
+    if (c == '\n') return true;
+    if (line.size() < kMaxJournalLine) {
+      line.push_back(static_cast<char>(c));
+    } else {
+      too_long = true;
+    }
+  }
+  torn = any;
+  return any;
+}
 
 // A field of the campaign line that cannot be: the campaign cannot be read (the stream it defines
 // is unknown), so it is refused, naming the file, its line and the field.
@@ -197,8 +226,14 @@ std::string line_problem(const json& j, const std::string& t) {
 }  // namespace
 
 JournalState read_journal(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "journal", "no such journal (is this a campaign directory?)");
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec)))
+    throw InputError(path, "", "journal", "no such journal (is this a campaign directory?)");
+  // A regular file (not a FIFO, a device or a directory someone put there) of bounded size,
+  // checked on the opened descriptor.
+  FILE* in = ::fdopen(open_input_file(path, kMaxJournalBytes, "journal"), "r");
+  if (in == nullptr) throw InputError(path, "", "journal", std::string("cannot be read: ") + std::strerror(errno));
+  const std::unique_ptr<FILE, int (*)(FILE*)> closer(in, &std::fclose);
   JournalState s;
   std::string line;
   bool first = true;
@@ -209,11 +244,14 @@ JournalState read_journal(const std::string& path) {
     ++s.problem_lines;
     if (s.problems.size() < kMaxProblems) s.problems.push_back("line " + std::to_string(n) + ": " + why);
   };
-  while (std::getline(in, line)) {
+  bool torn = false, too_long = false;
+  while (next_line(in, line, torn, too_long)) {
     ++n;
-    // getline stops at the end of the file without a newline only on the last, torn line.
-    const bool torn = in.eof();
-    json j = json::parse(line, nullptr, false);
+    if (too_long) {
+      problem("longer than " + std::to_string(kMaxJournalLine) + " bytes: skipped");
+      continue;
+    }
+    json j = parse_json_bounded<json>(line);
     if (j.is_discarded() || !j.is_object()) {
       if (first) throw InputError(path, "", "journal", "its first line is not a vattn fuzz campaign line");
       if (torn) {

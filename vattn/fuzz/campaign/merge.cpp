@@ -9,15 +9,20 @@
 #include <sstream>
 
 #include "vattn/case/case.h"
+#include "vattn/case/file_read.h"
 #include "vattn/fuzz/campaign/campaign_lock.h"
 #include "vattn/fuzz/campaign/journal.h"
 #include "vattn/fuzz/campaign/summary_rebuild.h"
+#include "vattn/fuzz/protocol/json_read.h"
 
 namespace vattn::fuzz {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// A summary holds counts, coverage tables and at most a few hundred findings: a few MiB at most.
+constexpr uint64_t kMaxSummaryBytes = uint64_t{64} << 20;
 
 // Adds the counts of `from` into `into`: {key: n} maps, nested to any depth.
 void add_counts(json& into, const json& from) {
@@ -96,16 +101,16 @@ std::string text(const json& j, const char* key, const std::string& file) {
 
 json read_summary(const std::string& dir) {
   const std::string path = dir + "/summary.json";
-  std::ifstream in(path);
-  if (!in) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) {
     throw InputError(path, "", "summary.json",
                      "missing: the campaign has not stopped cleanly (a killed run writes none; `vattn fuzz --resume " +
                          dir + "` finishes it)");
   }
-  std::stringstream all;
-  all << in.rdbuf();
-  json j = json::parse(all.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw InputError(path, "", "summary.json", "is not a JSON object");
+  std::string why;
+  const json j = parse_json_bounded<json>(read_input_file(path, kMaxSummaryBytes, "summary.json"), &why);
+  if (j.is_discarded() || !j.is_object())
+    throw InputError(path, "", "summary.json", "is not a JSON object" + (why.empty() ? "" : ": " + why));
   if (j.value("schema", "") != "vattn-fuzz-summary" || !j.contains("version") || j.at("version") != 1)
     throw InputError(path, "", "schema", "not a vattn-fuzz-summary version 1 (this vattn reads version 1)");
   return j;

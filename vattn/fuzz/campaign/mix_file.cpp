@@ -15,8 +15,10 @@
 
 #include "vattn/case/case.h"
 #include "vattn/case/fd_write.h"
+#include "vattn/case/file_read.h"
 #include "vattn/casefile/isolated_reader.h"
 #include "vattn/fuzz/gen/stream_pick.h"
+#include "vattn/fuzz/protocol/json_read.h"
 #include "vattn/recipe/vocab.h"
 
 namespace vattn::fuzz {
@@ -165,24 +167,14 @@ std::string write_mix_file(const std::string& path, const json& doc) {
 }
 
 MixTable load_mix_file(const std::string& path, const std::string& digest) {
-  std::error_code ec;
-  const uintmax_t size = fs::file_size(path, ec);
-  if (ec) bad(path, "mix", "cannot be read: " + ec.message());
-  if (size > kMaxMixFileBytes)
-    bad(path, "mix",
-        "is " + std::to_string(size) + " bytes, more than a mix table can be (" + std::to_string(kMaxMixFileBytes) +
-            ")");
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) bad(path, "mix", "cannot be read");
-  const std::string bytes = text.str();
+  const std::string bytes = read_input_file(path, kMaxMixFileBytes, "mix");
   if (!digest.empty() && mix_digest(bytes) != digest)
     bad(path, "digest",
         "is " + mix_digest(bytes) + ", the journal recorded " + digest +
             ": the file changed since the campaign started, and the case stream with it");
-  const json j = json::parse(bytes, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) bad(path, "mix", "is not a JSON object");
+  std::string why;
+  const json j = parse_json_bounded<json>(bytes, &why);
+  if (j.is_discarded() || !j.is_object()) bad(path, "mix", "is not a JSON object" + (why.empty() ? "" : ": " + why));
   if (!j.contains("schema") || j.at("schema") != kMixSchema)
     bad(path, "schema", std::string("must be '") + kMixSchema + "'");
   if (int_of(member(j, "version", path, ""), path, "version", 0, INT32_MAX) != kMixVersion)
