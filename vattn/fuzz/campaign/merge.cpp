@@ -108,7 +108,7 @@ json read_summary(const std::string& dir) {
                          dir + "` finishes it)");
   }
   std::string why;
-  const json j = parse_json_bounded<json>(read_input_file(path, kMaxSummaryBytes, "summary.json"), &why);
+  json j = parse_json_bounded<json>(read_input_file(path, kMaxSummaryBytes, "summary.json"), &why);
   if (j.is_discarded() || !j.is_object())
     throw InputError(path, "", "summary.json", "is not a JSON object" + (why.empty() ? "" : ": " + why));
   if (j.value("schema", "") != "vattn-fuzz-summary" || !j.contains("version") || j.at("version") != 1)
