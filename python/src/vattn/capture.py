@@ -328,11 +328,7 @@ class Capture(QueuedWriter):
     def close(self, timeout=None):
         """Stops capturing, writes what is queued and returns the stats."""
         self._closed = True
-        if self._writer is not None:
-            self._queue.put(None)
-            self._writer.join(timeout)
-        else:
-            self.drain()
+        self._finish_queue(timeout)
         return self.stats()
 
 

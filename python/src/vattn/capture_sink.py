@@ -71,7 +71,8 @@ def _unclaim(path):
 class QueuedWriter:
     """The writer side every capturer shares: jobs in `self._queue` (a queue.Queue the subclass
     makes; None stops the loop) handled one at a time by `self._handle(job)`, either on a writer
-    thread running `_write_loop` or on the calling thread by `_handle_queued` (start_writer=False)."""
+    thread (`self._writer`, running `_write_loop`, or None) or on the calling thread by
+    `_handle_queued` (start_writer=False)."""
 
     def _handle(self, job):
         raise NotImplementedError
@@ -82,6 +83,14 @@ class QueuedWriter:
             if job is None:
                 return
             self._handle(job)
+
+    def _finish_queue(self, timeout):
+        """Lets the writer thread finish what is queued and stop (or handles it here, without one)."""
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join(timeout)
+        else:
+            self._handle_queued()
 
     def _handle_queued(self):
         while True:

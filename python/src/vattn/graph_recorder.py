@@ -474,9 +474,5 @@ class Recorder(QueuedWriter):
         if not self._closed:
             self._closed = True
             self.drain()
-            if self._writer is not None:
-                self._queue.put(None)
-                self._writer.join(timeout)
-            else:
-                self.write_pending()
+            self._finish_queue(timeout)
         return self.stats()

@@ -228,11 +228,7 @@ class Shadow(QueuedWriter):
     def close(self, timeout=None):
         """Stops shadowing, judges and writes what is queued, returns the stats."""
         self._closed = True
-        if self._writer is not None:
-            self._queue.put(None)
-            self._writer.join(timeout)
-        else:
-            self.write_pending()
+        self._finish_queue(timeout)
         return self.stats()
 
 
